@@ -1,0 +1,39 @@
+"""Silence C-level log noise (TensorFlow's start-up messages) while a framework is imported."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+
+@contextlib.contextmanager
+def native_stderr_silenced():
+    """Point file descriptor 2 at /dev/null for the duration (Python-level warnings still go through
+    ``sys.stderr`` when it is not fd 2, as in Jupyter)."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no real fd 2 (some embedded interpreters)
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def import_keras():
+    """Import Keras on the TensorFlow backend without TensorFlow's start-up chatter; returns ``keras``."""
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if "tensorflow" not in sys.modules:
+        with native_stderr_silenced():
+            import tensorflow  # noqa: F401
+    import keras
+
+    return keras

@@ -1,0 +1,302 @@
+"""Student editions, answer keys and trimmed books from the course notebooks.
+
+``strip_solutions`` turns a notebook into a student copy, ``answer_key`` into an instructor copy,
+``export`` writes both for chosen chapters plus an *edition* (a Jupyter Book holding only those
+chapters, full versions with solutions, for the instructor's own site), and
+``run_until_first_exercise`` checks that a student copy runs up to its first exercise stub.
+
+CLI: ``course-assign --chapters 1,3 --out assignments/ [--book book] [--root .]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+import yaml
+from nbformat import NotebookNode
+
+STUB = 'raise NotImplementedError("Exercise: write your solution here")'
+_CODE_BEGIN = re.compile(r"^(\s*)#+\s*BEGIN SOLUTION\s*$")
+_CODE_END = re.compile(r"^\s*#+\s*END SOLUTION\s*$")
+_MD_BEGIN = re.compile(r"^\s*<!--\s*BEGIN SOLUTION\s*-->\s*$")
+_MD_END = re.compile(r"^\s*<!--\s*END SOLUTION\s*-->\s*$")
+_CHAPTER_DIR = re.compile(r"^(\d+)-")
+_SKIPPED = (".ipynb_checkpoints", "__pycache__", "_build", ".DS_Store")
+_IGNORE = shutil.ignore_patterns(*_SKIPPED)
+_IMAGES = {".png", ".svg", ".jpg", ".jpeg", ".gif", ".ico"}
+
+
+class AssignError(ValueError):
+    """Bad markers, an unknown chapter or a malformed chapter spec."""
+
+
+def _rewrite(source: str, begin: re.Pattern, end: re.Pattern, keep: bool, stub: bool, where: str) -> str:
+    """Remove solution markers; drop the marked region unless ``keep``, stubbing it if ``stub``."""
+    out: list[str] = []
+    open_at: int | None = None
+    for n, line in enumerate(source.splitlines(keepends=True)):
+        if m := begin.match(line):
+            if open_at is not None:
+                raise AssignError(f"{where}: nested BEGIN SOLUTION at line {n + 1} (open at {open_at + 1})")
+            open_at = n
+            if stub and not keep:
+                out.append(f"{m.group(1)}{STUB}\n")
+        elif end.match(line):
+            if open_at is None:
+                raise AssignError(f"{where}: END SOLUTION at line {n + 1} without a BEGIN SOLUTION")
+            open_at = None
+        elif open_at is None or keep:
+            out.append(line)
+    if open_at is not None:
+        raise AssignError(f"{where}: BEGIN SOLUTION at line {open_at + 1} has no END SOLUTION")
+    result = "".join(out)
+    return result[:-1] if result.endswith("\n") and not source.endswith("\n") else result
+
+
+def _transform(nb: NotebookNode, keep: bool, name: str) -> NotebookNode:
+    nb = copy.deepcopy(nb)
+    nb.metadata.pop("widgets", None)
+    cells = []
+    for i, cell in enumerate(nb.cells):
+        where = f"{name}, cell {i}"
+        tags = cell.metadata.get("tags", [])
+        if cell.cell_type == "code":
+            source = _rewrite(cell.source, _CODE_BEGIN, _CODE_END, keep, True, where)
+            if not keep and "solution" in tags and source == cell.source:
+                source = STUB  # a whole-cell solution without markers
+            cell.source = source
+        elif cell.cell_type == "markdown":
+            if not keep and "solution" in tags:
+                continue
+            cell.source = _rewrite(cell.source, _MD_BEGIN, _MD_END, keep, False, where)
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+        cell.metadata.pop("execution", None)
+        cells.append(cell)
+    nb.cells = cells
+    return nb
+
+
+def strip_solutions(nb: NotebookNode, name: str = "<notebook>") -> NotebookNode:
+    """Student copy: solution regions become ``STUB`` (same indentation), marked markdown and
+    markdown cells tagged ``solution`` are dropped, a code cell tagged ``solution`` without markers
+    becomes ``STUB``, outputs and execution counts are cleared. Tags are kept. ``name`` is used in
+    errors (unbalanced markers raise :class:`AssignError` naming notebook and cell index)."""
+    return _transform(nb, keep=False, name=name)
+
+
+def answer_key(nb: NotebookNode, name: str = "<notebook>") -> NotebookNode:
+    """Instructor copy: markers removed, solutions kept, outputs cleared."""
+    return _transform(nb, keep=True, name=name)
+
+
+def parse_chapters(spec: str | list[int]) -> list[int] | str:
+    """``"1,3"`` -> ``[1, 3]``, ``"1-3,5"`` -> ``[1, 2, 3, 5]``, ``"all"`` -> ``"all"``."""
+    if isinstance(spec, list):
+        return sorted(set(spec))
+    if spec.strip().lower() == "all":
+        return "all"
+    chosen: set[int] = set()
+    try:
+        for part in filter(None, (p.strip() for p in spec.split(","))):
+            lo, _, hi = part.partition("-")
+            chosen.update(range(int(lo), int(hi or lo) + 1))
+    except ValueError:
+        raise AssignError(f"bad chapter spec {spec!r}; use e.g. '1,3', '1-3' or 'all'") from None
+    if not chosen:
+        raise AssignError(f"empty chapter spec {spec!r}")
+    return sorted(chosen)
+
+
+def find_chapters(book_dir: str | Path) -> dict[int, Path]:
+    """Chapter number -> folder, for every ``<NN>-<slug>`` folder of ``book_dir``."""
+    found = {}
+    for d in sorted(Path(book_dir).iterdir()) if Path(book_dir).is_dir() else []:
+        if d.is_dir() and (m := _CHAPTER_DIR.match(d.name)):
+            found[int(m.group(1))] = d
+    return found
+
+
+def _notebooks(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*.ipynb") if not {".ipynb_checkpoints", "_build"} & set(p.parts))
+
+
+def _toc_files(node: object) -> set[str]:
+    """Every ``file:`` entry of a toc (sub)tree, without ``.ipynb``/``.md`` suffix."""
+    if isinstance(node, list):
+        return set().union(*map(_toc_files, node))
+    if not isinstance(node, dict):
+        return set()
+    own = {re.sub(r"\.(ipynb|md)$", "", str(node["file"]))} if "file" in node else set()
+    return own.union(*map(_toc_files, node.values()))
+
+
+def _edition_toc(repo_root: Path, book_rel: str, folders: list[str]) -> dict:
+    """The repo's ``_toc.yml`` (or a fresh one) restricted to the chosen chapter folders; chosen
+    notebooks that the repo's toc does not mention are appended as chapters."""
+    prefixes = tuple(f"{book_rel}/{f}/" for f in folders)
+    src = repo_root / "_toc.yml"
+    toc = (yaml.safe_load(src.read_text()) if src.is_file() else None) or {
+        "format": "jb-book", "root": f"{book_rel}/intro", "chapters": []}
+    keep = lambda entries: [e for e in entries or [] if str(e.get("file", "")).startswith(prefixes)]
+    if "parts" in toc:
+        parts = [dict(p, chapters=keep(p.get("chapters"))) for p in toc["parts"]]
+        toc["parts"] = [p for p in parts if p["chapters"]] or [{"chapters": []}]
+        chapters = toc["parts"][-1]["chapters"]
+    else:
+        chapters = toc["chapters"] = keep(toc.get("chapters"))
+    listed = _toc_files(toc)
+    for f in folders:
+        for p in _notebooks(repo_root / book_rel / f):
+            if (entry := p.relative_to(repo_root).with_suffix("").as_posix()) not in listed:
+                chapters.append({"file": entry})
+    return toc
+
+
+def export(chapters: list[int] | str, out_dir: str | Path, book_dir: str | Path = "book",
+           repo_root: str | Path = ".") -> dict:
+    """Write ``student/``, ``key/`` and ``edition/`` (plus ``README.md``) under ``out_dir``.
+
+    ``book_dir`` is relative to ``repo_root`` unless absolute. The ``student``, ``key`` and
+    ``edition`` folders of ``out_dir`` are replaced. Student and key folders also get the
+    chapter's other files (images, small data) so that the notebooks run. The edition holds the
+    *full* chapters (solutions included) for the instructor's own site. Returns the paths
+    written: ``{"chapters", "student", "key", "edition", "readme"}``.
+    """
+    root, out = Path(repo_root).resolve(), Path(out_dir).resolve()
+    book = (root / book_dir).resolve()
+    available = find_chapters(book)
+    chosen = parse_chapters(chapters) if isinstance(chapters, str | list) else chapters
+    chosen = sorted(available) if chosen == "all" else chosen
+    if not book.is_relative_to(root):
+        raise AssignError(f"the book folder {book} must lie inside the repository root {root}")
+    if not available:
+        raise AssignError(f"no chapter folders (<NN>-<slug>) in {book}")
+    if unknown := [c for c in chosen if c not in available]:
+        raise AssignError(f"unknown chapter(s) {unknown}; available: {sorted(available)}")
+    for sub in ("student", "key", "edition"):
+        shutil.rmtree(out / sub, ignore_errors=True)
+    written: dict = {"chapters": chosen, "student": [], "key": []}
+    for c in chosen:
+        folder = available[c]
+        for kind, fn in (("student", strip_solutions), ("key", answer_key)):
+            dest = out / kind / folder.name
+            shutil.copytree(folder, dest, ignore=shutil.ignore_patterns("*.ipynb", *_SKIPPED))
+            for nb_path in _notebooks(folder):
+                target = dest / nb_path.relative_to(folder)
+                nb = fn(nbformat.read(nb_path, as_version=4), name=str(nb_path))
+                target.parent.mkdir(parents=True, exist_ok=True)
+                nbformat.write(nb, target)
+                written[kind].append(target)
+    edition = written["edition"] = out / "edition"
+    book_rel = book.relative_to(root).as_posix()
+    toc = _edition_toc(root, book_rel, [available[c].name for c in chosen])
+    (edition / book_rel).mkdir(parents=True)
+    (edition / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
+    if (root / "_config.yml").is_file():
+        shutil.copy2(root / "_config.yml", edition / "_config.yml")
+    start = str(toc.get("root", f"{book_rel}/intro"))  # the landing page, normally book/intro.md
+    for item in [*book.iterdir(), *root.glob(f"{start}.*")]:
+        if item.name == "_static" and item.is_dir():
+            shutil.copytree(item, edition / book_rel / "_static", ignore=_IGNORE)
+        elif item.is_file() and (item.name == "references.bib" or item.suffix.lower() in _IMAGES
+                                 or item.with_suffix("") == root / start):
+            shutil.copy2(item, edition / item.relative_to(root))
+    if not list(edition.glob(f"{start}.*")):
+        (edition / f"{start}.md").write_text("# Neural Attention\n")
+    for c in chosen:
+        shutil.copytree(available[c], edition / book_rel / available[c].name, ignore=_IGNORE)
+    readme = written["readme"] = out / "README.md"
+    readme.write_text(
+        f"# Course assignments: chapters {', '.join(map(str, chosen))}\n\n"
+        f"- `student/`: notebooks to hand out; every solution is replaced by `{STUB}`; outputs cleared.\n"
+        "- `key/`: the same notebooks with solutions kept (markers removed), outputs cleared.\n"
+        "- `edition/`: a Jupyter Book with the introduction and only these chapters, in their full "
+        "version (solutions included), for the instructor's own site: `jupyter-book build edition/`.\n"
+    )
+    return written
+
+
+def _kernel_manager_class() -> type:
+    """An AsyncKernelManager whose kernel is always ``sys.executable -m ipykernel_launcher``:
+    a ``python3`` kernelspec found on JUPYTER_PATH or in the user's data dir may belong to another
+    interpreter, so the spec is pinned to the running one (same packages as the caller)."""
+    from jupyter_client import AsyncKernelManager
+    from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+    from traitlets import default
+
+    class _Specs(KernelSpecManager):
+        def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
+            argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+            return KernelSpec(argv=argv, display_name="Python 3", language="python", resource_dir="")
+
+    class _Manager(AsyncKernelManager):
+        @default("kernel_spec_manager")
+        def _default_specs(self) -> KernelSpecManager:
+            return _Specs(data_dir=self.data_dir)
+
+    return _Manager
+
+
+def run_until_first_exercise(nb_path: str | Path, timeout: int = 600) -> int:
+    """Execute a notebook cell by cell (cwd = its folder) until its first exercise stub raises.
+
+    The notebook is stripped in memory first, so a full chapter notebook works as well as a
+    student copy. Returns the index of the first stub cell. That cell must raise
+    ``NotImplementedError`` -- or, when the stub sits inside a ``def`` and so only raises when
+    called, a later cell (the check cell) must. Any other failing cell raises ``nbclient``'s
+    ``CellExecutionError``; no ``NotImplementedError`` at all raises ``AssertionError``.
+    Returns -1 if the notebook has no stub (all cells then ran).
+    """
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    nb_path = Path(nb_path).resolve()
+    nb = strip_solutions(nbformat.read(nb_path, as_version=4), name=str(nb_path))
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                            kernel_manager_class=_kernel_manager_class(),
+                            resources={"metadata": {"path": str(nb_path.parent)}})
+    stub_at: int | None = None
+    with client.setup_kernel():
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type != "code":
+                continue
+            if stub_at is None and STUB in cell.source:
+                stub_at = i
+            try:
+                client.execute_cell(cell, i)
+            except CellExecutionError as err:
+                if stub_at is not None and err.ename == "NotImplementedError":
+                    return stub_at
+                raise
+    if stub_at is not None:
+        raise AssertionError(f"{nb_path}: exercise stub in cell {stub_at} never raised NotImplementedError")
+    return -1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point (``course-assign``)."""
+    p = argparse.ArgumentParser(prog="course-assign", description=__doc__.splitlines()[0])
+    p.add_argument("--chapters", required=True, help="e.g. 1,3 or 1-3 or all")
+    p.add_argument("--out", required=True, help="output folder, e.g. assignments/")
+    p.add_argument("--book", default="book", help="book folder, relative to --root (default: book)")
+    p.add_argument("--root", default=".", help="repository root with _config.yml/_toc.yml (default: .)")
+    args = p.parse_args(argv)
+    try:
+        res = export(parse_chapters(args.chapters), args.out, args.book, args.root)
+    except AssignError as err:
+        print(f"course-assign: error: {err}", file=sys.stderr)
+        return 2
+    print(f"chapters: {', '.join(map(str, res['chapters']))}")
+    print("\n".join(f"wrote {p}" for p in [*res["student"], *res["key"], res["edition"], res["readme"]]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,390 @@
+"""The data cache: where files live, how they are downloaded and how they are checked.
+
+Layout: ``<cache_dir()>/<dataset folder>/<file name>``, for example
+``~/.cache/attention-course/spa-eng/spa.txt``. The root is the environment variable ``COURSE_DATA_DIR``
+when it is set (point it at a folder of pre-downloaded files to work offline), else pooch's per-user
+cache folder for ``attention-course``.
+
+Guarantees:
+
+* a file returned by :func:`fetch` has the sha256 recorded in the registry;
+* a file with the wrong sha256 is never used: it is removed (when the folder is writable) and
+  :class:`ChecksumError` names the file and both hashes;
+* downloads go to a temporary ``*.part`` file in the same folder and are moved into place with
+  :func:`os.replace` only after the check, so an interrupted or failed download leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import overload
+
+from ..errors import CourseError
+from .registry import Dataset, RemoteFile, get, names
+
+__all__ = [
+    "ENV_VAR",
+    "ChecksumError",
+    "DataUnavailableError",
+    "FileCheck",
+    "VerifyReport",
+    "cache_dir",
+    "fetch",
+    "file_path",
+    "sha256sum",
+    "verify",
+]
+
+ENV_VAR = "COURSE_DATA_DIR"
+_CHUNK = 1 << 20
+_TIMEOUT_S = 60
+
+
+class ChecksumError(CourseError):
+    """A data file whose sha256 is not the one recorded in the registry."""
+
+
+class DataUnavailableError(CourseError):
+    """A data file that is not in the cache and could not be downloaded."""
+
+
+def cache_dir() -> Path:
+    """Root of the data cache: ``$COURSE_DATA_DIR`` if set, else pooch's user cache ``attention-course``."""
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return Path(env).expanduser()
+    import pooch
+
+    return Path(pooch.os_cache("attention-course"))
+
+
+def _root_origin() -> str:
+    env = os.environ.get(ENV_VAR)
+    return f"from {ENV_VAR}={env!r}" if env else f"the default cache; {ENV_VAR} is not set"
+
+
+def file_path(name: str, filename: str) -> Path:
+    """Where file ``filename`` of dataset ``name`` lives (or must be put) in the cache."""
+    ds = get(name)
+    ds.file(filename)
+    return cache_dir() / ds.folder / filename
+
+
+def sha256sum(path: str | os.PathLike[str]) -> str:
+    """Hex sha256 of the file at ``path``, read in 1 MiB chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# --------------------------------------------------------------------------------------------------
+# messages
+# --------------------------------------------------------------------------------------------------
+def _manual_hint(ds: Dataset, rf: RemoteFile, path: Path) -> str:
+    member = f" (inside the .zip it is {rf.archive_member!r}; extract it)" if rf.archive_member else ""
+    return (
+        f"To fix it by hand, put the file {rf.filename!r}{member} at exactly\n"
+        f"    {path}\n"
+        f"with sha256 {rf.sha256}.\n"
+        f"Or set the environment variable {ENV_VAR} to a folder that holds "
+        f"'{ds.folder}/{rf.filename}' (the data root now is {path.parent.parent}, {_root_origin()})."
+    )
+
+
+def _short(exc: BaseException, limit: int = 300) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --------------------------------------------------------------------------------------------------
+# temporary files
+# --------------------------------------------------------------------------------------------------
+def _new_part(folder: Path, stem: str) -> Path:
+    """A new, empty ``<stem>.<random>.part`` file in ``folder``.
+
+    Same folder, hence same filesystem, so the final ``os.replace`` is atomic."""
+    fd, name = tempfile.mkstemp(prefix=f"{stem}.", suffix=".part", dir=folder)
+    os.close(fd)
+    return Path(name)
+
+
+def _remove_quietly(path: Path | None) -> None:
+    if path is not None:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError:  # pragma: no cover - nothing more we can do
+            pass
+
+
+@contextmanager
+def _part_file(folder: Path, stem: str) -> Iterator[Path]:
+    """Yield a fresh ``.part`` path; it is removed on exit unless it was moved away."""
+    part = _new_part(folder, stem)
+    try:
+        yield part
+    finally:
+        _remove_quietly(part)
+
+
+# --------------------------------------------------------------------------------------------------
+# downloading
+# --------------------------------------------------------------------------------------------------
+def _tqdm_available() -> bool:
+    try:
+        import tqdm  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _download(url: str, dest: Path, progressbar: bool = False) -> None:
+    """Download ``url`` into the (existing, empty) file ``dest`` with pooch's HTTP downloader.
+
+    The lowest level of the downloader: it raises whatever the transfer raises (connection errors,
+    HTTP errors, incomplete reads). Cleaning up ``dest`` is the caller's job.
+    """
+    import pooch
+
+    downloader = pooch.HTTPDownloader(
+        progressbar=bool(progressbar and _tqdm_available()), chunk_size=64 * 1024, timeout=_TIMEOUT_S
+    )
+    downloader(url, str(dest), None)
+
+
+class _MemberNotFound(Exception):
+    pass
+
+
+def _open_member(zf: zipfile.ZipFile, member: str, depth: int = 0):
+    """Open ``member`` of ``zf`` for reading. Falls back to the one entry with the same base name
+    (mirrors sometimes re-zip under another folder), then to zips nested one level deep."""
+    names_ = [n for n in zf.namelist() if not n.startswith("__MACOSX/") and not n.endswith("/")]
+    if member in names_:
+        return zf.open(member)
+    base = PurePosixPath(member).name
+    same = [n for n in names_ if PurePosixPath(n).name == base]
+    if len(same) == 1:
+        return zf.open(same[0])
+    if depth == 0:
+        for inner in (n for n in names_ if n.lower().endswith(".zip")):
+            try:
+                return _open_member(zipfile.ZipFile(zf.open(inner)), member, depth + 1)
+            except (_MemberNotFound, zipfile.BadZipFile):
+                continue
+    shown = ", ".join(names_[:10]) + (" ..." if len(names_) > 10 else "")
+    raise _MemberNotFound(f"the archive has no member {member!r} (it has: {shown})")
+
+
+def _extract(archive: Path, member: str, dest: Path) -> None:
+    """Copy ``member`` of the zip ``archive`` into the file ``dest``."""
+    with zipfile.ZipFile(archive) as zf, _open_member(zf, member) as src, open(dest, "wb") as out:
+        shutil.copyfileobj(src, out, _CHUNK)
+
+
+@dataclass
+class _Session:
+    """State of one :func:`fetch` call: archives already downloaded (several files may come from
+    the same zip), removed when the call ends, whatever happens."""
+
+    progressbar: bool
+    archives: dict[str, Path] = field(default_factory=dict)
+
+    def archive(self, url: str, folder: Path) -> Path:
+        if url not in self.archives:
+            stem = PurePosixPath(url.split("?")[0]).name or "download"
+            part = _new_part(folder, stem)
+            try:
+                _download(url, part, self.progressbar)
+            except BaseException:
+                _remove_quietly(part)
+                raise
+            self.archives[url] = part
+        return self.archives[url]
+
+    def close(self) -> None:
+        for part in self.archives.values():
+            _remove_quietly(part)
+        self.archives.clear()
+
+
+def _checksum_mismatch(ds: Dataset, rf: RemoteFile, path: Path, actual: str) -> ChecksumError:
+    try:
+        path.unlink()
+        fate = "It has been removed from the cache; the next call downloads it again."
+    except OSError as exc:
+        fate = (
+            f"It could not be removed ({type(exc).__name__}: the folder is probably read-only); "
+            "replace it by hand."
+        )
+    return ChecksumError(
+        f"The data file {path} (dataset {ds.name!r}) is corrupt or not the expected version:\n"
+        f"    expected sha256 {rf.sha256}\n"
+        f"    actual   sha256 {actual}\n"
+        f"{fate}\n" + _manual_hint(ds, rf, path)
+    )
+
+
+def _ensure(ds: Dataset, rf: RemoteFile, root: Path, session: _Session) -> Path:
+    """Return the checked path of ``rf``, downloading it first if it is missing."""
+    folder = root / ds.folder
+    path = folder / rf.filename
+    if path.exists():
+        actual = sha256sum(path)
+        if actual != rf.sha256:
+            raise _checksum_mismatch(ds, rf, path, actual)
+        return path
+
+    if not rf.urls:
+        raise DataUnavailableError(
+            f"The data file {rf.filename!r} of dataset {ds.name!r} is not in the cache and cannot be "
+            f"downloaded automatically.\n{rf.note}\n" + _manual_hint(ds, rf, path)
+        )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        _remove_quietly(_new_part(folder, rf.filename))  # probe: is the folder writable?
+    except OSError as exc:
+        raise DataUnavailableError(
+            f"The data file {rf.filename!r} of dataset {ds.name!r} is missing and cannot be downloaded "
+            f"because the folder {folder} is not writable ({_short(exc)}).\n" + _manual_hint(ds, rf, path)
+        ) from exc
+
+    failures: list[str] = []
+    bad_hash = False
+    for url in rf.urls:
+        where = f"{url} (member {rf.archive_member!r})" if rf.archive_member else url
+        if session.progressbar:
+            print(f"Downloading {rf.filename} ({ds.name}) from {url}", file=sys.stderr)
+        with _part_file(folder, rf.filename) as part:
+            try:
+                if rf.archive_member:
+                    _extract(session.archive(url, folder), rf.archive_member, part)
+                else:
+                    _download(url, part, session.progressbar)
+            except Exception as exc:  # network, HTTP status, bad zip, missing member, disk full...
+                failures.append(f"{where}: {_short(exc)}")
+                continue
+            actual = sha256sum(part)
+            if actual != rf.sha256:
+                bad_hash = True
+                failures.append(f"{where}: downloaded, but its sha256 is {actual}, expected {rf.sha256}")
+                continue
+            os.replace(part, path)
+            return path
+
+    tried = "\n".join(f"  - {f}" for f in failures)
+    if bad_hash:
+        raise ChecksumError(
+            f"The data file {rf.filename!r} of dataset {ds.name!r} was downloaded, but not with the "
+            f"expected content (nothing was kept). Tried:\n{tried}\n" + _manual_hint(ds, rf, path)
+        )
+    raise DataUnavailableError(
+        f"Could not download the data file {rf.filename!r} of dataset {ds.name!r} "
+        f"(no network, or the host is down). Tried:\n{tried}\n" + _manual_hint(ds, rf, path)
+    )
+
+
+@overload
+def fetch(name: str, filename: str, *, progressbar: bool | None = None) -> Path: ...
+@overload
+def fetch(name: str, filename: None = None, *, progressbar: bool | None = None) -> dict[str, Path]: ...
+def fetch(
+    name: str, filename: str | None = None, *, progressbar: bool | None = None
+) -> Path | dict[str, Path]:
+    """Make sure the files of dataset ``name`` are in the cache, checked, and return their paths.
+
+    Args:
+        name: a registered dataset (see :func:`~attention_course.data.names`).
+        filename: one file of it; ``None`` for all its files.
+        progressbar: show download progress (default: when ``tqdm`` is installed).
+
+    Returns:
+        the :class:`~pathlib.Path` of ``filename``, or ``{filename: Path}`` for all files.
+
+    Raises:
+        ChecksumError: a cached or downloaded file has the wrong sha256 (it is not kept).
+        DataUnavailableError: a file is missing and could not be downloaded; the message lists the
+            URLs tried and the exact path where to put the file by hand.
+        ConfigError: unknown dataset or file name.
+    """
+    ds = get(name)
+    wanted = [ds.file(filename)] if filename is not None else list(ds.files.values())
+    session = _Session(progressbar=_tqdm_available() if progressbar is None else progressbar)
+    root = cache_dir()
+    try:
+        paths = {rf.filename: _ensure(ds, rf, root, session) for rf in wanted}
+    finally:
+        session.close()
+    return paths[filename] if filename is not None else paths
+
+
+# --------------------------------------------------------------------------------------------------
+# verification
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FileCheck:
+    """The state of one cached file: ``status`` is ``"ok"``, ``"missing"`` or ``"mismatch"``."""
+
+    dataset: str
+    filename: str
+    path: Path
+    expected: str
+    actual: str | None
+    status: str
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """The result of :func:`verify`: one :class:`FileCheck` per registered file."""
+
+    checks: tuple[FileCheck, ...]
+
+    @property
+    def ok(self) -> bool:
+        """True when every file is present with the expected sha256."""
+        return all(c.status == "ok" for c in self.checks)
+
+    @property
+    def problems(self) -> tuple[FileCheck, ...]:
+        """The checks that are not ``"ok"``."""
+        return tuple(c for c in self.checks if c.status != "ok")
+
+    def __str__(self) -> str:
+        lines = [f"data root: {cache_dir()}"]
+        for c in self.checks:
+            extra = f" (sha256 {c.actual}, expected {c.expected})" if c.status == "mismatch" else ""
+            lines.append(f"{c.status:8s} {c.dataset}/{c.filename}{extra}")
+        lines.append("all files OK" if self.ok else f"{len(self.problems)} problem(s)")
+        return "\n".join(lines)
+
+
+def verify(name: str | None = None) -> VerifyReport:
+    """Check the sha256 of every cached file of dataset ``name`` (of all datasets if ``None``).
+
+    Read-only: nothing is downloaded or removed. Use :func:`fetch` to repair.
+    """
+    datasets = [get(name)] if name is not None else [get(n) for n in names()]
+    root = cache_dir()
+    checks = []
+    for ds in datasets:
+        for rf in ds.files.values():
+            path = root / ds.folder / rf.filename
+            if not path.is_file():
+                checks.append(FileCheck(ds.name, rf.filename, path, rf.sha256, None, "missing"))
+                continue
+            actual = sha256sum(path)
+            status = "ok" if actual == rf.sha256 else "mismatch"
+            checks.append(FileCheck(ds.name, rf.filename, path, rf.sha256, actual, status))
+    return VerifyReport(tuple(checks))

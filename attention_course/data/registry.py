@@ -1,0 +1,361 @@
+"""Which datasets the course uses, where they come from and how to check them.
+
+Every file is pinned by the sha256 of the file as it lies in the cache (for a file that ships inside a
+``.zip``, the sha256 of the *extracted* member, since a mirror may re-zip the same bytes). Provenance
+and quirks of each file are documented in the course's ``data/SOURCES.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import ConfigError
+
+__all__ = ["Dataset", "RemoteFile", "get", "names", "register"]
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    """One file of a dataset.
+
+    Attributes:
+        filename: name of the file in the dataset's cache folder.
+        sha256: hex sha256 of that file (after extraction, if it comes from an archive).
+        urls: where to download it from, tried in order. Empty when there is no automatic download
+            (the file must then be placed by hand; ``note`` says how).
+        archive_member: path of the file inside the archive when the URLs point at a ``.zip``;
+            ``None`` when the URLs serve the file itself.
+        archive_sha256: sha256 of the archive as last seen, for information only: it is *not* enforced,
+            because a mirror may re-zip the same content; the extracted file is always checked.
+        note: how to get the file by hand, quirks (encoding, line endings), anything a learner may need.
+    """
+
+    filename: str
+    sha256: str
+    urls: tuple[str, ...] = ()
+    archive_member: str | None = None
+    archive_sha256: str | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A named dataset: a cache folder holding one or more :class:`RemoteFile` s."""
+
+    name: str
+    folder: str
+    files: dict[str, RemoteFile] = field(hash=False)
+    license: str
+    citation: str
+    description: str
+    homepage: str
+
+    def file(self, filename: str) -> RemoteFile:
+        """The :class:`RemoteFile` called ``filename``; :class:`ConfigError` if this dataset has none."""
+        try:
+            return self.files[filename]
+        except KeyError:
+            known = ", ".join(sorted(self.files))
+            raise ConfigError(
+                f"dataset {self.name!r} has no file {filename!r}; its files are: {known}"
+            ) from None
+
+
+_REGISTRY: dict[str, Dataset] = {}
+
+
+def register(dataset: Dataset) -> Dataset:
+    """Add ``dataset`` to the registry (replacing one of the same name) and return it."""
+    _REGISTRY[dataset.name] = dataset
+    return dataset
+
+
+def names() -> list[str]:
+    """Names of all registered datasets, sorted."""
+    return sorted(_REGISTRY)
+
+
+def get(name: str) -> Dataset:
+    """The registered :class:`Dataset` called ``name``; :class:`ConfigError` naming the known ones if none."""
+    try:
+        return _REGISTRY[name]
+    except (KeyError, TypeError):
+        raise ConfigError(f"unknown dataset {name!r}; known datasets: {', '.join(names())}") from None
+
+
+def _files(*files: RemoteFile) -> dict[str, RemoteFile]:
+    return {f.filename: f for f in files}
+
+
+# --------------------------------------------------------------------------------------------------
+# UCI "Sentiment Labelled Sentences" (Kotzias et al., KDD 2015)
+# --------------------------------------------------------------------------------------------------
+_UCI_URLS = (
+    "https://archive.ics.uci.edu/static/public/331/sentiment+labelled+sentences.zip",
+    "https://archive.ics.uci.edu/ml/machine-learning-databases/00331/sentiment%20labelled%20sentences.zip",
+)
+_UCI_DIR = "sentiment labelled sentences/"
+_UCI_NOTE = (
+    "UTF-8, LF line endings, `sentence<TAB>label`; read with quoting=csv.QUOTE_NONE (stray double quotes). "
+    "imdb_labelled.txt holds a few C1 control characters (U+0085, U+0096, U+0097) left over from a "
+    "Windows-1252 -> Latin-1 -> UTF-8 conversion: they stand for '…', '–', '—'."
+)
+
+register(
+    Dataset(
+        name="sentiment",
+        folder="sentiment-labelled-sentences",
+        files=_files(
+            RemoteFile(
+                "amazon_cells_labelled.txt",
+                "47003fc0a0d4840b00e96e715b6189bad09e7443a3da41c4cbe12ffc79f86ae3",
+                _UCI_URLS,
+                _UCI_DIR + "amazon_cells_labelled.txt",
+                note=_UCI_NOTE,
+            ),
+            RemoteFile(
+                "imdb_labelled.txt",
+                "aef2e49e3da25714d61175e3a6e68eeef74a20a2f914318dc3be9947ea86512d",
+                _UCI_URLS,
+                _UCI_DIR + "imdb_labelled.txt",
+                note=_UCI_NOTE,
+            ),
+            RemoteFile(
+                "yelp_labelled.txt",
+                "c76468b7b5c6e56a0804d728345c5f84aa2142ddb214420f61cc9cfd4c00d2ea",
+                _UCI_URLS,
+                _UCI_DIR + "yelp_labelled.txt",
+                note=_UCI_NOTE,
+            ),
+            RemoteFile(
+                "readme.txt",
+                "736c26aa54e3614459e50314ece0698051f0923d108ed53938dcb1aa0483bfd4",
+                _UCI_URLS,
+                _UCI_DIR + "readme.txt",
+                note="The original readme of the UCI zip.",
+            ),
+        ),
+        license="CC BY 4.0 (UCI Machine Learning Repository)",
+        citation="""@inproceedings{kotzias2015group,
+  author    = {Kotzias, Dimitrios and Denil, Misha and de Freitas, Nando and Smyth, Padhraic},
+  title     = {From Group to Individual Labels Using Deep Features},
+  booktitle = {Proceedings of the 21th ACM SIGKDD International Conference on Knowledge Discovery
+               and Data Mining (KDD '15)},
+  pages     = {597--606},
+  year      = {2015},
+  publisher = {ACM},
+  doi       = {10.1145/2783258.2783380}
+}""",
+        description=(
+            "3 x 1000 review sentences (Amazon, IMDB, Yelp) labelled positive (1) or negative (0), "
+            "500 of each per source."
+        ),
+        homepage="https://archive.ics.uci.edu/dataset/331/sentiment+labelled+sentences",
+    )
+)
+
+# --------------------------------------------------------------------------------------------------
+# GMB-based NER corpus as published on Kaggle ("Annotated Corpus for Named Entity Recognition")
+# --------------------------------------------------------------------------------------------------
+_KAGGLE_NER = "https://www.kaggle.com/datasets/abhinavwalia95/entity-annotated-corpus"
+
+register(
+    Dataset(
+        name="ner-gmb",
+        folder="ner-gmb-kaggle",
+        files=_files(
+            RemoteFile(
+                "ner_dataset.csv",
+                "83257dd94ed59596809dc9f5b28f1f035c9d925d5a647f266db43a2f098e8f1a",
+                urls=(),  # Kaggle needs a login: no automatic download.
+                note=(
+                    f"There is no automatic download: Kaggle needs a (free) login. Open {_KAGGLE_NER}, "
+                    "click Download, unzip the archive and take the file `ner_dataset.csv` "
+                    "(15,208,151 bytes) from it. Windows-1252 encoded (it also decodes, less nicely, as "
+                    "Latin-1), CRLF line endings."
+                ),
+            ),
+        ),
+        license="ODbL 1.0 (as listed on Kaggle); the text comes from the Groningen Meaning Bank",
+        citation="""@incollection{bos2017groningen,
+  author    = {Bos, Johan and Basile, Valerio and Evang, Kilian and Venhuizen, Noortje J.
+               and Bjerva, Johannes},
+  title     = {The Groningen Meaning Bank},
+  booktitle = {Handbook of Linguistic Annotation},
+  editor    = {Ide, Nancy and Pustejovsky, James},
+  publisher = {Springer},
+  pages     = {463--496},
+  year      = {2017},
+  doi       = {10.1007/978-94-024-0881-2_18}
+}
+@misc{walia2017entity,
+  author       = {Walia, Abhinav},
+  title        = {Annotated Corpus for Named Entity Recognition},
+  howpublished = {Kaggle, \\url{https://www.kaggle.com/datasets/abhinavwalia95/entity-annotated-corpus}},
+  year         = {2017}
+}""",
+        description=(
+            "Named-entity recognition corpus from the GMB: 47,959 sentences, 1,048,575 tokens with POS tags "
+            "and 17 BIO entity tags (geo, gpe, per, org, tim, art, eve, nat)."
+        ),
+        homepage=_KAGGLE_NER,
+    )
+)
+
+# --------------------------------------------------------------------------------------------------
+# English-Spanish pairs (Tatoeba via manythings.org), the zip of the TensorFlow NMT tutorial
+# --------------------------------------------------------------------------------------------------
+_SPA_URLS = ("https://storage.googleapis.com/download.tensorflow.org/data/spa-eng.zip",)
+_SPA_ZIP_SHA = "f80e581ae291aa34dd3aba7bd98b5e9505234da4318e2f3295df70a1520c7f61"
+
+register(
+    Dataset(
+        name="spa-eng",
+        folder="spa-eng",
+        files=_files(
+            RemoteFile(
+                "spa.txt",
+                "6ec60e212f812ee3430f7568ea6f33b6fb080e32193c5952e8da0ee8ba45574c",
+                _SPA_URLS,
+                "spa-eng/spa.txt",
+                _SPA_ZIP_SHA,
+                note="UTF-8, LF, `english<TAB>spanish`, 118,964 pairs (the 2018-05-13 export).",
+            ),
+            RemoteFile(
+                "_about.txt",
+                "df6f57ec7e6d9b31e2b9c8b6a4e0bea4aebe0a408a8e7fb24ae217e37ef4e92f",
+                _SPA_URLS,
+                "spa-eng/_about.txt",
+                _SPA_ZIP_SHA,
+                note="Terms of use and attribution note from manythings.org.",
+            ),
+        ),
+        license="CC BY 2.0 FR (Tatoeba); attribution: www.manythings.org/anki and tatoeba.org",
+        citation="""@misc{tatoeba2018spaeng,
+  author       = {{Tatoeba contributors}},
+  title        = {Tatoeba: English--Spanish sentence pairs (Anki export of 2018-05-13)},
+  howpublished = {\\url{https://tatoeba.org}, via \\url{https://www.manythings.org/anki/}},
+  note         = {CC BY 2.0 FR},
+  year         = {2018}
+}""",
+        description=(
+            "118,964 English-Spanish sentence pairs, as used by the TensorFlow NMT-with-attention tutorial."
+        ),
+        homepage="https://www.manythings.org/anki/",
+    )
+)
+
+# --------------------------------------------------------------------------------------------------
+# Multi30k task 1 (German-English image descriptions)
+# --------------------------------------------------------------------------------------------------
+_M30K = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/"
+_M30K_NOTE = "gzip-compressed UTF-8 text, one sentence per line; the .de and .en files are line-aligned."
+_M30K_FILES = {
+    "train.en.gz": "d79cfa999dd4c51d2cb42499b6796d5a882c3a8a961923c25a898c90f8bbd56f",
+    "train.de.gz": "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6",
+    "val.en.gz": "14f7d25ddd868909a9213e361768460edcacdd6ab9d1e77b92560dc10c10dc28",
+    "val.de.gz": "f0cba2f995189cf5770f29a8a9a537a3ad3f51657ad873405082ff6863a5e75a",
+    "test_2016_flickr.en.gz": "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9",
+    "test_2016_flickr.de.gz": "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
+}
+
+register(
+    Dataset(
+        name="multi30k",
+        folder="multi30k-de-en",
+        files=_files(*(RemoteFile(f, sha, (_M30K + f,), note=_M30K_NOTE) for f, sha in _M30K_FILES.items())),
+        license=(
+            "No explicit license; derived from Flickr30k, for non-commercial research and educational use "
+            "(see the multi30k/dataset README)"
+        ),
+        citation="""@inproceedings{elliott2016multi30k,
+  author    = {Elliott, Desmond and Frank, Stella and Sima'an, Khalil and Specia, Lucia},
+  title     = {Multi30K: Multilingual English-German Image Descriptions},
+  booktitle = {Proceedings of the 5th Workshop on Vision and Language},
+  pages     = {70--74},
+  year      = {2016},
+  publisher = {Association for Computational Linguistics},
+  doi       = {10.18653/v1/W16-3210}
+}""",
+        description=(
+            "German-English image descriptions: 29,000 training, 1,014 validation and 1,000 test "
+            "(2016 Flickr) sentence pairs."
+        ),
+        homepage="https://github.com/multi30k/dataset",
+    )
+)
+
+# --------------------------------------------------------------------------------------------------
+# Tiny Shakespeare (char-rnn)
+# --------------------------------------------------------------------------------------------------
+register(
+    Dataset(
+        name="tinyshakespeare",
+        folder="tinyshakespeare",
+        files=_files(
+            RemoteFile(
+                "input.txt",
+                "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
+                (
+                    "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt",
+                    "https://storage.googleapis.com/download.tensorflow.org/data/shakespeare.txt",
+                ),
+                note="ASCII text, LF, 1,115,394 characters, 40,000 lines.",
+            ),
+        ),
+        license="Public-domain text (the char-rnn repository is MIT)",
+        citation="""@misc{karpathy2015charrnn,
+  author       = {Karpathy, Andrej},
+  title        = {char-rnn: Multi-layer Recurrent Neural Networks for character-level language models},
+  howpublished = {\\url{https://github.com/karpathy/char-rnn}},
+  year         = {2015}
+}""",
+        description="About 1.1 MB of Shakespeare plays, a small corpus for character-level language models.",
+        homepage="https://github.com/karpathy/char-rnn",
+    )
+)
+
+# --------------------------------------------------------------------------------------------------
+# WikiText-2 (tokenized), validation and test splits only
+# --------------------------------------------------------------------------------------------------
+_WT2 = "https://raw.githubusercontent.com/pytorch/examples/main/word_language_model/data/wikitext-2/"
+_WT2_NOTE = "SUBSET of WikiText-2 (tokenized, rare words replaced by <unk>); UTF-8, LF."
+
+register(
+    Dataset(
+        name="wikitext2-subset",
+        folder="wikitext-2-tokens-subset",
+        files=_files(
+            RemoteFile(
+                "valid.txt",
+                "f0737ed31fc1329026e95cb8b98e19c2a182c39c240ab909dc31abf2f8af58e8",
+                (_WT2 + "valid.txt",),
+                note=_WT2_NOTE + " Validation split, 3,760 lines.",
+            ),
+            RemoteFile(
+                "test.txt",
+                "d790b833ef8cf03a90db7bf1271b7520b83c45ce07ba3c1a9699df81e239eca0",
+                (_WT2 + "test.txt",),
+                note=_WT2_NOTE + " Test split, 4,358 lines.",
+            ),
+            RemoteFile(
+                "README",
+                "ed96062abea03d4f4e8ca80f0caad8b07ec59687b8064319c7ee6f6d900b6286",
+                (_WT2 + "README",),
+                note="The pytorch/examples note pointing to the WikiText page.",
+            ),
+        ),
+        license="CC BY-SA 3.0 (Wikipedia text)",
+        citation="""@article{merity2016pointer,
+  author  = {Merity, Stephen and Xiong, Caiming and Bradbury, James and Socher, Richard},
+  title   = {Pointer Sentinel Mixture Models},
+  journal = {arXiv preprint arXiv:1609.07843},
+  year    = {2016}
+}""",
+        description=(
+            "The tokenized WikiText-2 validation (3,760 lines) and test (4,358 lines) splits; the training "
+            "split is not included."
+        ),
+        homepage="https://www.salesforce.com/blog/the-wikitext-long-term-dependency-language-modeling-dataset/",
+    )
+)

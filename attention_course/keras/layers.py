@@ -1,0 +1,55 @@
+"""Attention layers in Keras 3. Shapes: B batch, T_q queries, T_k keys, d features."""
+
+from __future__ import annotations
+
+import math
+
+import keras
+import numpy as np
+from keras import ops
+
+from ..errors import check_attention_shapes
+
+
+def masked_softmax(scores, mask=None):
+    """Softmax over the last axis (the keys) that gives exactly 0 to masked positions.
+
+    scores (B, T_q, T_k); mask broadcastable to it, True where a key may be attended.
+    A row with every key masked gets all zeros (not NaN).
+    """
+    if mask is None:
+        return ops.softmax(scores, axis=-1)
+    if len(mask.shape) == 2:                               # (B, T_k) key mask → (B, 1, T_k)
+        mask = ops.expand_dims(mask, 1)
+    mask = ops.cast(mask, "bool")
+    lowest = float(np.finfo(keras.backend.standardize_dtype(scores.dtype)).min)
+    filled = ops.where(mask, scores, ops.full_like(scores, lowest))
+    return ops.softmax(filled, axis=-1) * ops.cast(mask, scores.dtype)  # fully masked rows → 0
+
+
+class DotProductAttention(keras.layers.Layer):
+    """Dot-product attention: a weighted average of the values, weighted by query·key similarity.
+
+    ``scale=True`` divides the scores by √d (the Transformer's scaled dot product).
+    """
+
+    def __init__(self, scale: bool = False, **kwargs):
+        super().__init__(**kwargs)
+        self.scale = scale
+        self.supports_masking = True      # `mask` is ours (explicit), not Keras' implicit propagation
+
+    def compute_mask(self, *args, **kwargs):
+        return None
+
+    def call(self, query, key, value, mask=None, return_weights: bool = False):
+        # query (B, T_q, d), key (B, T_k, d), value (B, T_k, d_v), mask (B, T_k) or (B, T_q, T_k)
+        check_attention_shapes(query, key, value, mask)
+        scores = ops.matmul(query, ops.transpose(key, (0, 2, 1)))   # (B, T_q, T_k)
+        if self.scale:
+            scores = scores / math.sqrt(query.shape[-1])
+        weights = masked_softmax(scores, mask)                      # (B, T_q, T_k), rows sum to 1
+        context = ops.matmul(weights, value)                        # (B, T_q, d_v)
+        return (context, weights) if return_weights else context
+
+    def get_config(self):
+        return {**super().get_config(), "scale": self.scale}

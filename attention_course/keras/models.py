@@ -1,0 +1,146 @@
+"""The RNN shapes of Chapter 1 and an encoder–decoder with optional attention, in Keras 3.
+
+Every model mirrors its twin in ``attention_course.torch``: same class name, constructor arguments,
+sub-layer names and call signature, so weights can be copied across (``attention_course.parity``).
+"""
+
+from __future__ import annotations
+
+import keras
+from keras import layers, ops
+
+from .layers import DotProductAttention
+
+BOS = 2
+
+
+class _Model(keras.Model):
+    """A subclassed model whose sub-layers build on their first call (no ``build()`` needed)."""
+
+    def build(self, *args, **kwargs):
+        self.built = True
+
+
+def _gru(hidden: int) -> layers.GRU:
+    # reset_after=True is PyTorch's formulation of the GRU (two bias vectors)
+    return layers.GRU(hidden, return_sequences=True, return_state=True, reset_after=True)
+
+
+class OneToOne(_Model):
+    """One input → one output (a plain feed-forward net): x (B,) ids → logits (B, n_out)."""
+
+    def __init__(self, n_in: int, n_out: int, hidden: int = 32, **kwargs):
+        super().__init__(**kwargs)
+        self.embed = layers.Embedding(n_in, hidden)
+        self.hidden = layers.Dense(hidden)
+        self.out = layers.Dense(n_out)
+
+    def call(self, x):
+        return self.out(ops.relu(self.hidden(self.embed(x))))
+
+
+class ManyToOne(_Model):
+    """Sequence → one label: x (B, T) → logits (B, n_out), read off the GRU's last state."""
+
+    def __init__(self, vocab: int, n_out: int, embed: int = 16, hidden: int = 64, **kwargs):
+        super().__init__(**kwargs)
+        self.embed = layers.Embedding(vocab, embed)
+        self.rnn = _gru(hidden)
+        self.out = layers.Dense(n_out)
+
+    def call(self, x):
+        _, h = self.rnn(self.embed(x))                   # h (B, H)
+        return self.out(h)                               # (B, n_out)
+
+
+class ManyToMany(_Model):
+    """Sequence labeling: x (B, T) → logits (B, T, n_out), one label per step."""
+
+    def __init__(self, vocab: int, n_out: int, embed: int = 16, hidden: int = 64, **kwargs):
+        super().__init__(**kwargs)
+        self.embed = layers.Embedding(vocab, embed)
+        self.rnn = _gru(hidden)
+        self.out = layers.Dense(n_out)
+
+    def call(self, x):
+        states, _ = self.rnn(self.embed(x))              # (B, T, H)
+        return self.out(states)                          # (B, T, n_out)
+
+
+class OneToMany(_Model):
+    """One input → a sequence: the input sets the decoder's first state, the decoder then reads its own
+    previous token (teacher forcing in training). x (B,), tgt_in (B, T) → logits (B, T, vocab)."""
+
+    def __init__(self, n_in: int, vocab: int, embed: int = 16, hidden: int = 64, **kwargs):
+        super().__init__(**kwargs)
+        self.init = layers.Embedding(n_in, hidden)
+        self.embed = layers.Embedding(vocab, embed)
+        self.rnn = _gru(hidden)
+        self.out = layers.Dense(vocab)
+
+    def call(self, x, tgt_in):
+        h0 = ops.tanh(self.init(x))                      # (B, H)
+        states, _ = self.rnn(self.embed(tgt_in), initial_state=h0)  # (B, T, H)
+        return self.out(states)                          # (B, T, vocab)
+
+    def generate(self, x, steps: int):
+        """Greedy generation: x (B,) → ids (B, steps)."""
+        h = ops.tanh(self.init(x))
+        token = ops.full((ops.shape(x)[0], 1), BOS, dtype="int64")
+        out = []
+        for _ in range(steps):
+            state, h = self.rnn(self.embed(token), initial_state=h)
+            token = ops.argmax(self.out(state), axis=-1)  # (B, 1)
+            out.append(token)
+        return ops.concatenate(out, axis=1)
+
+
+class Seq2Seq(_Model):
+    """Encoder–decoder GRU. Without attention the decoder sees the source only through the encoder's
+    final state (the fixed-length bottleneck). With ``attention=True`` every decoder state also takes a
+    weighted average of all encoder states (dot-product attention) before predicting its token.
+
+    src (B, S) left-padded ids, tgt_in (B, T), src_mask (B, S) True on real tokens → logits (B, T, vocab).
+    """
+
+    def __init__(self, vocab: int, embed: int = 32, hidden: int = 64, attention: bool = False, **kwargs):
+        super().__init__(**kwargs)
+        self.use_attention = attention
+        self.embed = layers.Embedding(vocab, embed)
+        self.encoder = _gru(hidden)
+        self.decoder = _gru(hidden)
+        self.attention = DotProductAttention()
+        self.combine = layers.Dense(hidden)
+        self.out = layers.Dense(vocab)
+
+    def encode(self, src):
+        enc, h = self.encoder(self.embed(src))           # enc (B, S, H), h (B, H)
+        return enc, h
+
+    def step_logits(self, dec, enc, src_mask):
+        """dec (B, T, H) decoder states → logits (B, T, vocab) and attention weights (B, T, S) or None."""
+        weights = None
+        if self.use_attention:
+            context, weights = self.attention(dec, enc, enc, mask=src_mask, return_weights=True)
+            dec = ops.concatenate([dec, context], axis=-1)  # (B, T, 2H)
+        return self.out(ops.tanh(self.combine(dec))), weights
+
+    def call(self, src, tgt_in, src_mask=None):
+        enc, h = self.encode(src)
+        dec, _ = self.decoder(self.embed(tgt_in), initial_state=h)  # (B, T, H), teacher forcing
+        return self.step_logits(dec, enc, src_mask)[0]
+
+    def generate(self, src, steps: int, src_mask=None):
+        """Greedy decoding: src (B, S) → ids (B, steps), attention weights (B, steps, S) (zeros without
+        attention)."""
+        enc, h = self.encode(src)
+        batch, length = ops.shape(src)[0], ops.shape(src)[1]
+        token = ops.full((batch, 1), BOS, dtype="int64")
+        tokens, weights = [], []
+        for _ in range(steps):
+            dec, h = self.decoder(self.embed(token), initial_state=h)  # (B, 1, H)
+            logits, w = self.step_logits(dec, enc, src_mask)
+            token = ops.argmax(logits, axis=-1)          # (B, 1)
+            tokens.append(token)
+            weights.append(w if w is not None else ops.zeros((batch, 1, length)))
+        return ops.concatenate(tokens, axis=1), ops.concatenate(weights, axis=1)

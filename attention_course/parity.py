@@ -1,0 +1,59 @@
+"""Copy weights between the PyTorch and Keras twins of a model, so the two can be compared exactly.
+
+The twins share sub-layer names (``embed``, ``encoder``, ``out`` …); each sub-layer is converted by type:
+Embedding ↔ Embedding, Linear ↔ Dense (transposed), GRU ↔ GRU (gate order r,z,n ↔ z,r,h, transposed).
+Both frameworks are imported: use it only when both are on.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _gru_to_keras(gru) -> list[np.ndarray]:
+    """torch ``nn.GRU`` (1 layer, unidirectional) → Keras GRU(reset_after=True) [kernel, recurrent, bias]."""
+    if gru.num_layers != 1 or gru.bidirectional:
+        raise ValueError("only single-layer unidirectional GRUs are converted")
+
+    def reorder(w):                                     # torch gates r, z, n → keras z, r, h
+        r, z, n = np.split(w, 3, axis=0)
+        return np.concatenate([z, r, n], axis=0)
+
+    w_ih = reorder(gru.weight_ih_l0.detach().cpu().numpy())   # (3H, in)
+    w_hh = reorder(gru.weight_hh_l0.detach().cpu().numpy())   # (3H, H)
+    b_ih = reorder(gru.bias_ih_l0.detach().cpu().numpy())
+    b_hh = reorder(gru.bias_hh_l0.detach().cpu().numpy())
+    return [w_ih.T, w_hh.T, np.stack([b_ih, b_hh])]
+
+
+def torch_to_keras(torch_model, keras_model, example_inputs=None) -> None:
+    """Load the weights of ``torch_model`` into its Keras twin, matched by sub-layer name.
+
+    ``example_inputs`` (a tuple of arrays) builds an unbuilt Keras model first.
+    """
+    from torch import nn
+
+    if example_inputs is not None and not keras_model.built:
+        keras_model(*example_inputs)
+    for name, module in torch_model.named_children():
+        if not list(module.parameters()):
+            continue
+        layer = getattr(keras_model, name, None)
+        if layer is None:
+            raise ValueError(f"the Keras model {type(keras_model).__name__} has no sub-layer {name!r}")
+        if isinstance(module, nn.Embedding):
+            weights = [module.weight.detach().cpu().numpy()]
+        elif isinstance(module, nn.Linear):
+            weights = [module.weight.detach().cpu().numpy().T, module.bias.detach().cpu().numpy()]
+        elif isinstance(module, nn.GRU):
+            weights = _gru_to_keras(module)
+        elif isinstance(layer, type(keras_model).__mro__[1]) or hasattr(module, "named_children"):
+            torch_to_keras(module, layer)
+            continue
+        else:  # pragma: no cover
+            raise TypeError(f"no conversion for {type(module).__name__} ({name})")
+        expected = [tuple(w.shape) for w in layer.get_weights()]
+        got = [tuple(w.shape) for w in weights]
+        if expected != got:
+            raise ValueError(f"{name}: Keras expects weight shapes {expected}, PyTorch gives {got}")
+        layer.set_weights(weights)

@@ -1,0 +1,14 @@
+"""Numbers for the prose: ``ac.glue(name, value)`` stores a value that the book's text quotes with
+``{glue:text}`name:.2f```, and shows it in the notebook."""
+
+from __future__ import annotations
+
+
+def glue(name: str, value, fmt: str = "{}") -> None:
+    """Print ``name = value`` and, where myst-nb is installed (the book build), glue it silently."""
+    print(f"{name} = {fmt.format(value)}")
+    try:
+        from myst_nb import glue as _glue
+    except ImportError:  # Colab, plain Jupyter: the printed line is enough
+        return
+    _glue(name, value, display=False)

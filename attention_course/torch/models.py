@@ -1,0 +1,135 @@
+"""The RNN shapes of Chapter 1 and an encoder–decoder with optional attention, in PyTorch.
+
+Every model mirrors its twin in ``attention_course.keras``: same class name, constructor arguments,
+sub-layer names and call signature, so weights can be copied across (``attention_course.parity``).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .layers import DotProductAttention
+
+BOS = 2
+
+
+class OneToOne(nn.Module):
+    """One input → one output (a plain feed-forward net): x (B,) ids → logits (B, n_out)."""
+
+    def __init__(self, n_in: int, n_out: int, hidden: int = 32):
+        super().__init__()
+        self.embed = nn.Embedding(n_in, hidden)
+        self.hidden = nn.Linear(hidden, hidden)
+        self.out = nn.Linear(hidden, n_out)
+
+    def forward(self, x):
+        return self.out(torch.relu(self.hidden(self.embed(x))))
+
+
+class ManyToOne(nn.Module):
+    """Sequence → one label: x (B, T) → logits (B, n_out), read off the GRU's last state."""
+
+    def __init__(self, vocab: int, n_out: int, embed: int = 16, hidden: int = 64):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, embed)
+        self.rnn = nn.GRU(embed, hidden, batch_first=True)
+        self.out = nn.Linear(hidden, n_out)
+
+    def forward(self, x):
+        _, h = self.rnn(self.embed(x))                   # h (1, B, H)
+        return self.out(h[0])                            # (B, n_out)
+
+
+class ManyToMany(nn.Module):
+    """Sequence labeling: x (B, T) → logits (B, T, n_out), one label per step."""
+
+    def __init__(self, vocab: int, n_out: int, embed: int = 16, hidden: int = 64):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, embed)
+        self.rnn = nn.GRU(embed, hidden, batch_first=True)
+        self.out = nn.Linear(hidden, n_out)
+
+    def forward(self, x):
+        states, _ = self.rnn(self.embed(x))              # (B, T, H)
+        return self.out(states)                          # (B, T, n_out)
+
+
+class OneToMany(nn.Module):
+    """One input → a sequence: the input sets the decoder's first state, the decoder then reads its own
+    previous token (teacher forcing in training). x (B,), tgt_in (B, T) → logits (B, T, vocab)."""
+
+    def __init__(self, n_in: int, vocab: int, embed: int = 16, hidden: int = 64):
+        super().__init__()
+        self.init = nn.Embedding(n_in, hidden)
+        self.embed = nn.Embedding(vocab, embed)
+        self.rnn = nn.GRU(embed, hidden, batch_first=True)
+        self.out = nn.Linear(hidden, vocab)
+
+    def forward(self, x, tgt_in):
+        h0 = torch.tanh(self.init(x))[None]              # (1, B, H)
+        states, _ = self.rnn(self.embed(tgt_in), h0)     # (B, T, H)
+        return self.out(states)                          # (B, T, vocab)
+
+    @torch.no_grad()
+    def generate(self, x, steps: int):
+        """Greedy generation: x (B,) → ids (B, steps)."""
+        h = torch.tanh(self.init(x))[None]
+        token = torch.full((x.shape[0], 1), BOS, dtype=torch.long, device=x.device)
+        out = []
+        for _ in range(steps):
+            state, h = self.rnn(self.embed(token), h)
+            token = self.out(state).argmax(-1)           # (B, 1)
+            out.append(token)
+        return torch.cat(out, dim=1)
+
+
+class Seq2Seq(nn.Module):
+    """Encoder–decoder GRU. Without attention the decoder sees the source only through the encoder's
+    final state (the fixed-length bottleneck). With ``attention=True`` every decoder state also takes a
+    weighted average of all encoder states (dot-product attention) before predicting its token.
+
+    src (B, S) left-padded ids, tgt_in (B, T), src_mask (B, S) True on real tokens → logits (B, T, vocab).
+    """
+
+    def __init__(self, vocab: int, embed: int = 32, hidden: int = 64, attention: bool = False):
+        super().__init__()
+        self.use_attention = attention
+        self.embed = nn.Embedding(vocab, embed)
+        self.encoder = nn.GRU(embed, hidden, batch_first=True)
+        self.decoder = nn.GRU(embed, hidden, batch_first=True)
+        self.attention = DotProductAttention()
+        self.combine = nn.Linear(2 * hidden if attention else hidden, hidden)
+        self.out = nn.Linear(hidden, vocab)
+
+    def encode(self, src):
+        enc, h = self.encoder(self.embed(src))           # enc (B, S, H), h (1, B, H)
+        return enc, h
+
+    def step_logits(self, dec, enc, src_mask):
+        """dec (B, T, H) decoder states → logits (B, T, vocab) and attention weights (B, T, S) or None."""
+        weights = None
+        if self.use_attention:
+            context, weights = self.attention(dec, enc, enc, mask=src_mask, return_weights=True)
+            dec = torch.cat([dec, context], dim=-1)      # (B, T, 2H)
+        return self.out(torch.tanh(self.combine(dec))), weights
+
+    def forward(self, src, tgt_in, src_mask=None):
+        enc, h = self.encode(src)
+        dec, _ = self.decoder(self.embed(tgt_in), h)     # (B, T, H), teacher forcing
+        return self.step_logits(dec, enc, src_mask)[0]
+
+    @torch.no_grad()
+    def generate(self, src, steps: int, src_mask=None):
+        """Greedy decoding: src (B, S) → ids (B, steps), attention weights (B, steps, S) (zeros without
+        attention)."""
+        enc, h = self.encode(src)
+        token = torch.full((src.shape[0], 1), BOS, dtype=torch.long, device=src.device)
+        tokens, weights = [], []
+        for _ in range(steps):
+            dec, h = self.decoder(self.embed(token), h)  # (B, 1, H)
+            logits, w = self.step_logits(dec, enc, src_mask)
+            token = logits.argmax(-1)                    # (B, 1)
+            tokens.append(token)
+            weights.append(w if w is not None else torch.zeros(src.shape[0], 1, src.shape[1]))
+        return torch.cat(tokens, dim=1), torch.cat(weights, dim=1)

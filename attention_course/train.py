@@ -1,0 +1,58 @@
+"""Framework-neutral training helpers: progress bars, mini-batches and a history for plots."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import numpy as np
+
+
+class History:
+    """Per-epoch metrics: ``history.log(loss=…, accuracy=…)``; ``history["loss"]`` is a list."""
+
+    def __init__(self) -> None:
+        self.metrics: dict[str, list[float]] = {}
+
+    def log(self, **values: float) -> None:
+        for key, value in values.items():
+            self.metrics.setdefault(key, []).append(float(value))
+
+    def __getitem__(self, key: str) -> list[float]:
+        return self.metrics[key]
+
+    def __len__(self) -> int:
+        return max((len(v) for v in self.metrics.values()), default=0)
+
+    def last(self, key: str) -> float:
+        return self.metrics[key][-1]
+
+    def to_frame(self, **labels):
+        """A long-format DataFrame (epoch, metric, value, plus constant label columns) for Altair."""
+        import pandas as pd
+
+        rows = [
+            {"epoch": i + 1, "metric": key, "value": value, **labels}
+            for key, values in self.metrics.items()
+            for i, value in enumerate(values)
+        ]
+        return pd.DataFrame(rows)
+
+    def __repr__(self) -> str:
+        last = ", ".join(f"{k}={v[-1]:.4f}" for k, v in self.metrics.items() if v)
+        return f"History({len(self)} epochs: {last})"
+
+
+def batches(n: int, batch_size: int, rng: np.random.Generator | None = None) -> Iterator[np.ndarray]:
+    """Index arrays of mini-batches over ``n`` examples, shuffled when ``rng`` is given."""
+    order = rng.permutation(n) if rng is not None else np.arange(n)
+    for start in range(0, n, batch_size):
+        yield order[start:start + batch_size]
+
+
+def progress(total: int, desc: str):
+    """A tqdm progress bar (a widget in Jupyter, text elsewhere); ``COURSE_PROGRESS=0`` hides it."""
+    from tqdm.auto import tqdm
+
+    disable = os.environ.get("COURSE_PROGRESS", "1") == "0"
+    return tqdm(total=total, desc=desc, disable=disable, leave=True, mininterval=0.5)
