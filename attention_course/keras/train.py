@@ -10,6 +10,11 @@ from keras import ops
 from ..train import History, batches, progress
 
 
+def device() -> str:
+    """The GPU when TensorFlow sees one, else the CPU (as a TensorFlow device name)."""
+    return "/GPU:0" if tf.config.list_physical_devices("GPU") else "/CPU:0"
+
+
 def _masked_loss_and_hits(y, logits, ignore_index):
     per_token = keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True)
     keep = tf.ones_like(y, dtype=tf.bool) if ignore_index is None else tf.not_equal(y, ignore_index)
@@ -20,7 +25,7 @@ def _masked_loss_and_hits(y, logits, ignore_index):
 
 
 def fit(model: keras.Model, inputs, targets, *, epochs: int, batch_size: int = 64, lr: float = 1e-3,
-        ignore_index: int | None = None, seed: int = 0, desc: str = "keras") -> History:
+        ignore_index: int | None = None, seed: int = 0, desc: str | None = None) -> History:
     """Train ``model(*inputs)`` with Adam on cross-entropy against integer ``targets``.
 
     inputs: a tuple of arrays with the examples on axis 0; targets (n,) or (n, T) class ids;
@@ -44,7 +49,7 @@ def fit(model: keras.Model, inputs, targets, *, epochs: int, batch_size: int = 6
     history = History()
     rng = np.random.default_rng(seed)
     steps = epochs * ((n + batch_size - 1) // batch_size)
-    with progress(total=steps, desc=desc) as bar:
+    with progress(total=steps, desc=desc or "keras") as bar:
         for _ in range(epochs):
             total, correct, count = 0.0, 0, 0
             for idx in batches(n, batch_size, rng):

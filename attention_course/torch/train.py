@@ -19,7 +19,7 @@ def _tensors(arrays, dev):
 
 
 def fit(model: nn.Module, inputs, targets, *, epochs: int, batch_size: int = 64, lr: float = 1e-3,
-        ignore_index: int | None = None, seed: int = 0, desc: str = "pytorch") -> History:
+        ignore_index: int | None = None, seed: int = 0, desc: str | None = None) -> History:
     """Train ``model(*inputs)`` with Adam on cross-entropy against integer ``targets``.
 
     inputs: a tuple of arrays with the examples on axis 0; targets (n,) or (n, T) class ids;
@@ -34,7 +34,7 @@ def fit(model: nn.Module, inputs, targets, *, epochs: int, batch_size: int = 64,
     rng = np.random.default_rng(seed)
     n = len(targets)
     steps = epochs * ((n + batch_size - 1) // batch_size)
-    with progress(total=steps, desc=desc) as bar:
+    with progress(total=steps, desc=desc or "pytorch") as bar:
         for _ in range(epochs):
             total, correct, count = 0.0, 0, 0
             for idx in batches(n, batch_size, rng):

@@ -1,0 +1,97 @@
+"""Every chapter notebook follows the course's conventions (cheap static checks; nbval executes them)."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "book").glob("[0-9][0-9]-*/*.ipynb"))
+PINNED = re.compile(r"\b(torch|tensorflow|numpy|keras)\s*(==|>=|<=|~=|<|>)")
+
+
+def load(path):
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def source(cell):
+    return "".join(cell["source"])
+
+
+def tags(cell):
+    return set(cell.get("metadata", {}).get("tags", []))
+
+
+def test_there_are_chapters():
+    assert NOTEBOOKS, "no chapter notebooks found under book/NN-*/"
+
+
+@pytest.fixture(params=NOTEBOOKS, ids=lambda p: p.parent.name)
+def nb(request):
+    return load(request.param)
+
+
+def test_outputs_are_stripped(nb):
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            assert not cell["outputs"] and cell["execution_count"] is None, source(cell)[:60]
+
+
+def test_opening_and_colab_metadata(nb):
+    opening = source(nb["cells"][0])
+    assert opening.startswith("# "), "the first cell is the chapter title"
+    for needle in ("You will be able to", "Prerequisites", "Time", "quick profile", "full profile", "Frameworks"):
+        assert needle in opening, f"the chapter opening lacks {needle!r}"
+    assert nb["metadata"].get("accelerator") == "GPU", "Colab GPU metadata"
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+
+
+def test_first_code_cell_installs_only_on_colab(nb):
+    first = next(c for c in nb["cells"] if c["cell_type"] == "code")
+    src = source(first)
+    assert '"google.colab" in sys.modules' in src and "pip install" in src
+    assert not PINNED.search(src), "never pin torch, TensorFlow, Keras or NumPy on Colab"
+    second = [c for c in nb["cells"] if c["cell_type"] == "code"][1]
+    assert "ac.setup(" in source(second)
+
+
+def test_framework_cells_come_in_twins(nb):
+    cells = nb["cells"]
+    for i, cell in enumerate(cells):
+        t = tags(cell) & {"keras", "pytorch"}
+        if not t:
+            assert not source(cell).startswith(("%%keras", "%%pytorch")), "a framework cell must be tagged"
+            continue
+        (fw,) = t
+        assert source(cell).startswith(f"%%{fw}\n"), f"a cell tagged {fw} starts with %%{fw}"
+        other = "pytorch" if fw == "keras" else "keras"
+        neighbours = [cells[j] for j in (i - 1, i + 1) if 0 <= j < len(cells)]
+        assert any(other in tags(n) for n in neighbours), f"the {fw} cell {source(cell)[:50]!r} has no twin"
+
+
+def test_exercises_have_hidden_solutions_and_checks(nb):
+    cells = nb["cells"]
+    exercises = [i for i, c in enumerate(cells) if c["cell_type"] == "markdown" and "{exercise}" in source(c)]
+    assert len(exercises) >= 2, "at least two exercises"
+    solutions = [i for i, c in enumerate(cells) if "### BEGIN SOLUTION" in source(c)]
+    assert len(solutions) >= 2
+    for i in solutions:
+        assert "### END SOLUTION" in source(cells[i])
+        assert "solution" in tags(cells[i]), "solution cells are tagged 'solution' (hidden in the book)"
+        assert "ac.checks." in source(cells[i + 1]), "a check cell follows each solution"
+
+
+def test_citations_exist(nb):
+    bib = (ROOT / "book" / "references.bib").read_text(encoding="utf-8")
+    keys = set(re.findall(r"@\w+\{([^,]+),", bib))
+    for cell in nb["cells"]:
+        for group in re.findall(r"\{cite[:a-z]*\}`([^`]+)`", source(cell)):
+            for key in group.split(","):
+                assert key.strip() in keys, f"{key} is not in references.bib"
+
+
+def test_toc_lists_every_chapter():
+    toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
+    for path in NOTEBOOKS:
+        assert str(path.relative_to(ROOT).with_suffix("")) in toc

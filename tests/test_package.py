@@ -1,0 +1,186 @@
+"""The helper package: light import, profiles, frameworks and magics, set-up, metrics, synthetic data,
+exercise checkers, training."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import attention_course as ac
+from attention_course import checks, frameworks, metrics, scale
+from attention_course.data import synthetic
+from attention_course.errors import ConfigError
+
+
+def test_import_loads_no_framework():
+    code = ("import sys, attention_course as ac; ac.scale.current(); ac.frameworks.enabled(); ac.data.names(); "
+            "heavy = [m for m in ('torch', 'tensorflow', 'keras', 'altair', 'pandas') if m in sys.modules]; "
+            "print(heavy); assert not heavy, heavy")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_profiles(monkeypatch):
+    monkeypatch.setenv("COURSE_SCALE", "full")
+    assert scale.current() == "full" and scale.pick(quick=1, full=2) == 2
+    monkeypatch.setenv("COURSE_SCALE", "quick")
+    assert scale.pick(quick=1, full=2) == 1
+    monkeypatch.setenv("COURSE_SCALE", "huge")
+    with pytest.raises(ConfigError, match="unknown profile 'huge'.*quick, full"):
+        scale.current()
+    with pytest.raises(ConfigError, match="unknown profile 'fast'"):
+        scale.use("fast")
+    monkeypatch.setenv("COURSE_SCALE", "quick")
+    assert scale.use(None) == "quick"
+
+
+def test_framework_choice(monkeypatch):
+    assert frameworks.parse("both") == ("keras", "pytorch")
+    assert frameworks.parse("torch") == ("pytorch",)
+    assert frameworks.parse("pytorch,keras") == ("keras", "pytorch")
+    monkeypatch.setenv("COURSE_FRAMEWORKS", "keras")
+    assert frameworks.enabled() == ("keras",) and not frameworks.is_enabled("pytorch")
+    with pytest.raises(ConfigError, match="unknown framework 'jax'"):
+        frameworks.parse("jax")
+    monkeypatch.setenv("COURSE_FRAMEWORKS", "mxnet")
+    with pytest.raises(ConfigError, match="unknown framework 'mxnet'"):
+        frameworks.enabled()
+
+
+def test_unknown_dataset_is_a_clear_error():
+    with pytest.raises(ConfigError, match="imdb-full"):
+        ac.data.get("imdb-full")
+
+
+@pytest.fixture
+def shell():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    sh = InteractiveShell.instance()
+    frameworks.register_magics(sh)
+    yield sh
+    frameworks.use(None)
+
+
+def test_cell_magics_skip_and_run(shell, capsys):
+    frameworks.use("pytorch")
+    shell.run_cell("%%keras\nran_keras = True")
+    shell.run_cell("%%pytorch\nran_torch = 41 + 1")
+    assert "ran_keras" not in shell.user_ns and shell.user_ns["ran_torch"] == 42
+    assert "keras cell skipped" in capsys.readouterr().out
+    result = shell.run_cell("%%pytorch\nx = 1\nx + 1")
+    assert result.result == 2, "the last expression of a magic cell is its value"
+
+
+def test_cell_magic_errors_are_not_swallowed(shell):
+    frameworks.use("both")
+    result = shell.run_cell("%%keras\nraise ValueError('boom')")
+    assert isinstance(result.error_in_exec, ValueError)
+
+
+def test_setup_banner_and_seeding(capsys):
+    session = ac.setup(seed=3, scale="quick", frameworks="pytorch")
+    out = capsys.readouterr().out
+    assert "profile quick" in out and "pytorch" in out and "seed 3" in out and "keras" not in out
+    a = np.random.rand()
+    ac.setup(seed=3, scale="quick", frameworks="pytorch", banner=False)
+    assert np.random.rand() == a and session.frameworks == ("pytorch",)
+    scale.use(None)
+    frameworks.use(None)
+
+
+def test_metrics():
+    target = np.array([[4, 5, 3, 0], [6, 3, 0, 0]])
+    pred = np.array([[4, 7, 3, 9], [6, 3, 1, 1]])
+    assert metrics.token_accuracy(pred, target) == pytest.approx(4 / 5)
+    assert metrics.sequence_accuracy(pred, target) == 0.5
+    np.testing.assert_allclose(metrics.per_example_accuracy(pred, target), [2 / 3, 1.0])
+    assert metrics.accuracy_by_length(pred, target, np.array([2, 1])) == {1: 1.0, 2: pytest.approx(2 / 3)}
+    assert metrics.bleu(["the cat sat on the mat"], ["the cat sat on the mat"]) == pytest.approx(100)
+    assert "precision" in metrics.classification_report([0, 1, 1], [0, 1, 0])
+
+
+def test_sequence_task_is_seeded_and_well_formed():
+    a = synthetic.sequence_task(50, kind="reverse", min_len=2, max_len=7, seed=5)
+    b = synthetic.sequence_task(50, kind="reverse", min_len=2, max_len=7, seed=5)
+    np.testing.assert_array_equal(a.src, b.src)
+    for i in range(50):
+        n = a.lengths[i]
+        src = a.src[i, -n:]
+        assert (a.src[i, :-n] == 0).all() and a.src_mask[i].sum() == n
+        np.testing.assert_array_equal(a.tgt_out[i, :n], src[::-1])
+        assert a.tgt_out[i, n] == synthetic.EOS and a.tgt_in[i, 0] == synthetic.BOS
+        np.testing.assert_array_equal(a.tgt_in[i, 1:n + 1], a.tgt_out[i, :n])
+    copy = synthetic.sequence_task(5, kind="copy", seed=1)
+    assert copy.target_tokens(0) == [int(t) for t in copy.src[0] if t]
+    with pytest.raises(ConfigError, match="sort"):
+        synthetic.sequence_task(5, kind="sort")
+
+
+def test_small_tasks_labels():
+    x, y = synthetic.many_to_one_task(20, seed=1)
+    np.testing.assert_array_equal(y, (x - synthetic.FIRST_SYMBOL).max(1))
+    x, y = synthetic.many_to_many_task(20, seed=1)
+    np.testing.assert_array_equal(y[:, -1], (x - synthetic.FIRST_SYMBOL).max(1))
+    x, tin, tout = synthetic.one_to_many_task(20, steps=4)
+    np.testing.assert_array_equal(tin[:, 1:], tout[:, :-1])
+
+
+# ---- exercise checkers: the reference passes, and each common mistake is named ---------------------------
+
+def _softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def good_average(q, k, v):
+    w = _softmax(q @ k.transpose(0, 2, 1))
+    return w @ v, w
+
+
+@pytest.mark.parametrize("wrong, needle", [
+    (lambda q, k, v: (lambda w: (w @ v, w))(_softmax(q @ k.transpose(0, 2, 1), axis=1)), "wrong axis"),
+    (lambda q, k, v: (lambda w: (w @ v, w))(_softmax(q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1]))),
+     "scaled by √d"),
+    (lambda q, k, v: (lambda w: (w @ v, w))(q @ k.transpose(0, 2, 1)), "no softmax"),
+    (lambda q, k, v: good_average(q, k, v)[1], "return a pair"),
+])
+def test_attention_average_checker_names_mistakes(wrong, needle):
+    checks.attention_average(good_average, seed=0)
+    with pytest.raises(checks.ExerciseError, match=needle):
+        checks.attention_average(wrong, seed=0)
+
+
+def test_attention_checker_missing_scale():
+    with pytest.raises(checks.ExerciseError, match="missing scale"):
+        checks.attention_average(good_average, scale=True, seed=0)
+
+
+def good_masked(scores, mask):
+    return checks.reference_masked_softmax(scores, mask)
+
+
+@pytest.mark.parametrize("wrong, needle", [
+    (lambda s, m: _softmax(s), "not applied"),
+    (lambda s, m: _softmax(s) * m[:, None, :], "without renormalising"),
+    (lambda s, m: _softmax(np.where(m[:, None, :], s, -1e9)), "uniform distribution"),
+    (lambda s, m: (lambda f: np.exp(f - f.max(-1, keepdims=True)) /
+                   np.exp(f - f.max(-1, keepdims=True)).sum(-1, keepdims=True))(np.where(m[:, None, :], s, -np.inf)),
+     "NaN"),
+    (lambda s, m: checks.reference_masked_softmax(s, ~m), "inverted"),
+])
+def test_masked_softmax_checker_names_mistakes(wrong, needle):
+    checks.masked_softmax(good_masked, seed=0)
+    with np.errstate(all="ignore"), pytest.raises(checks.ExerciseError, match=needle):
+        checks.masked_softmax(wrong, seed=0)
+
+
+@pytest.mark.parametrize("fw_name", ["keras", "pytorch"])
+def test_training_learns_a_small_task(fw_name):
+    fw = ac.keras if fw_name == "keras" else ac.torch
+    x, y = synthetic.many_to_one_task(1500, length=6, seed=0)
+    model = fw.ManyToOne(14, 10, embed=8, hidden=32)
+    history = fw.fit(model, (x,), y, epochs=4, lr=1e-2)
+    assert history["loss"][-1] < history["loss"][0]
+    assert fw.accuracy(model, (x,), y) > 0.8
+    assert len(history.to_frame(run="x")) == 8
