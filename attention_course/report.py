@@ -6,6 +6,8 @@ from __future__ import annotations
 
 def glue(name: str, value, fmt: str = "{}") -> None:
     """Print ``name = value`` and, where myst-nb is installed (the book build), glue it silently."""
+    if hasattr(value, "item"):  # NumPy / framework scalars → plain Python numbers (glue stores their repr)
+        value = value.item()
     print(f"{name} = {fmt.format(value)}")
     try:
         from myst_nb import glue as _glue

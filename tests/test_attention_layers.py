@@ -92,7 +92,7 @@ def test_masked_softmax_function(fw):
     [
         ((2, 3, 4), (2, 5, 6), (2, 5, 6), None, "query (2, 3, 4) has d=4, key (2, 5, 6) has d=6"),
         ((2, 3, 4), (2, 5, 4), (2, 6, 4), None, "same number of positions T_k: key (2, 5, 4), value (2, 6, 4)"),
-        ((2, 3, 4), (2, 5, 4), (2, 5, 4), (2, 3), "mask of shape (2, 3) does not fit query (2, 3, 4) and key (2, 5, 4)"),
+        ((2, 3, 4), (2, 5, 4), (2, 5, 4), (2, 3), "mask of shape (2, 3) does not fit query (2, 3, 4)"),
         ((2, 3, 4), (2, 5, 4), (2, 5, 4), (2, 5, 3), "mask of shape (2, 5, 3)"),
         ((3, 4), (2, 5, 4), (2, 5, 4), None, "got query (3, 4)"),
         ((2, 3, 4), (1, 5, 4), (1, 5, 4), None, "share the batch size"),

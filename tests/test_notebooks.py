@@ -78,7 +78,7 @@ def test_exercises_have_hidden_solutions_and_checks(nb):
     assert len(solutions) >= 2
     for i in solutions:
         assert "### END SOLUTION" in source(cells[i])
-        assert "solution" in tags(cells[i]), "solution cells are tagged 'solution' (hidden in the book)"
+        assert {"solution", "hide-input"} <= tags(cells[i]), "solution cells are tagged 'solution' and hidden"
         assert "ac.checks." in source(cells[i + 1]), "a check cell follows each solution"
 
 

@@ -1,0 +1,453 @@
+"""Open every page of the built book in headless Chromium, with the network cut off.
+
+Run after ``make book``::
+
+    pytest -m browser tests/test_book_browser.py
+
+The book is read from ``_build/html`` (override with ``COURSE_BOOK_HTML``) and served on 127.0.0.1.
+Every request to another host is aborted and recorded.  For every page this checks: no console
+errors or uncaught exceptions, no blocked or failed requests, every ``.course-vega`` chart drawn
+(an SVG with marks, or a canvas), every formula typeset by MathJax, every widget view rendered; on
+pages with Keras/PyTorch tabs, that a tab click switches every tab set and that the choice carries
+over to the next page.  A per-page summary is printed (and written to ``browser-summary.txt`` next
+to the book).  ``COURSE_BROWSER_TIMEOUT_MS`` bounds each wait (default 30000).
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+TIMEOUT_MS = int(os.environ.get("COURSE_BROWSER_TIMEOUT_MS", "30000"))
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+SKIP_PAGES = {"search.html", "genindex.html", "py-modindex.html"}
+STORAGE_KEY = "course-framework"
+
+# --------------------------------------------------------------------------------------------
+# JavaScript run in the page
+# --------------------------------------------------------------------------------------------
+
+CHARTS_SETTLED = """() => Array.from(document.querySelectorAll('.course-vega')).every(
+    el => el.classList.contains('course-vega-error')
+       || el.querySelector('svg g.role-mark > *, canvas'))"""
+
+CHARTS_STATE = """() => Array.from(document.querySelectorAll('.course-vega')).map(el => ({
+    id: el.id,
+    label: el.getAttribute('aria-label') || '',
+    error: el.classList.contains('course-vega-error') ? el.textContent : null,
+    marks: el.querySelectorAll('svg g.role-mark > *').length,
+    canvas: Array.from(el.querySelectorAll('canvas')).some(c => c.width > 0 && c.height > 0),
+    selects: el.querySelectorAll('.vega-bindings select').length,
+}))"""
+
+MATH_STATE = """async () => {
+    const math = Array.from(document.querySelectorAll('.math'));
+    if (math.length && window.MathJax && MathJax.startup && MathJax.startup.promise) {
+        await MathJax.startup.promise;
+    }
+    return {
+        math: math.length,
+        typeset: math.filter(el => el.querySelector('mjx-container')).length,
+        containers: document.querySelectorAll('mjx-container').length,
+        errors: Array.from(document.querySelectorAll('mjx-merror')).map(e => e.textContent),
+        mathjax: !!(window.MathJax && MathJax.startup),
+    };
+}"""
+
+MATH_READY = """() => {
+    if (!document.querySelector('.math')) return true;
+    return !!(window.MathJax && MathJax.startup && MathJax.startup.promise
+              && document.querySelector('mjx-container'));
+}"""
+
+WIDGETS_READY = """() => {
+    const views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]');
+    return Array.from(views).every(v => {
+        const sub = v.previousElementSibling;
+        return sub && sub.classList.contains('widget-subarea') && sub.children.length > 0;
+    });
+}"""
+
+WIDGETS_STATE = """() => {
+    const views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]');
+    const rendered = Array.from(views).filter(v => {
+        const sub = v.previousElementSibling;
+        return sub && sub.classList.contains('widget-subarea')
+            && sub.querySelector('.jupyter-widgets, [class*="widget-"]');
+    });
+    return {views: views.length, rendered: rendered.length};
+}"""
+
+TABS_STATE = """() => Array.from(document.querySelectorAll('.framework-tabs')).map(set => ({
+    selected: Array.from(set.querySelectorAll('[role="tab"][aria-selected="true"]'))
+        .map(t => t.dataset.framework),
+    visible: Array.from(set.querySelectorAll(':scope > [role="tabpanel"]'))
+        .filter(p => !p.hidden && p.offsetParent !== null).map(p => p.dataset.framework),
+    tabs: Array.from(set.querySelectorAll('[role="tab"]')).map(t => t.dataset.framework),
+}))"""
+
+TWO_FRAMES = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
+
+
+# --------------------------------------------------------------------------------------------
+# Fixtures: the built book, a local server, Chromium with the network cut off
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def book_dir() -> Path:
+    path = Path(os.environ.get("COURSE_BOOK_HTML", ROOT / "_build" / "html")).resolve()
+    if not (path / "index.html").is_file() and not any(path.glob("**/*.html")):
+        pytest.fail(
+            f"The book is not built: no HTML pages under {path}. Run `make book` first "
+            "(or set COURSE_BOOK_HTML to the folder holding the built HTML)."
+        )
+    return path
+
+
+def _is_redirect(path: Path) -> bool:
+    head = path.read_text(encoding="utf-8", errors="replace")[:2000].lower()
+    return 'http-equiv="refresh"' in head
+
+
+def discover_pages(book: Path) -> list[str]:
+    """Relative URLs of the book's content pages (not search, index or redirect pages)."""
+    pages = []
+    for path in sorted(book.rglob("*.html")):
+        rel = path.relative_to(book)
+        if rel.parts[0].startswith("_") or rel.name in SKIP_PAGES or _is_redirect(path):
+            continue
+        pages.append(rel.as_posix())
+    return pages
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - signature of the base class
+        pass
+
+
+@pytest.fixture(scope="module")
+def server(book_dir: Path):
+    handler = functools.partial(_QuietHandler, directory=str(book_dir))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+    httpd.server_close()
+    thread.join(timeout=5)
+
+
+SYSTEM_BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:  # pragma: no cover
+        pytest.fail("The `playwright` Python package is missing: pip install -r requirements.txt")
+    with sync_playwright() as p:
+        # The system's Chromium first (Playwright's own download is not always possible); else a
+        # browser that `playwright install chromium` put in place.
+        executable = next((shutil.which(name) for name in SYSTEM_BROWSERS if shutil.which(name)), None)
+        if executable is None and Path(p.chromium.executable_path).is_file():
+            executable = p.chromium.executable_path
+        if executable is None:
+            pytest.fail(
+                "Chromium is not installed: the browser test needs the system's `chromium`. "
+                "Install it with `sudo apt-get install chromium` (Debian/Ubuntu; `make system` "
+                "does this), or run `.venv/bin/playwright install chromium`."
+            )
+        b = p.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+class Offline:
+    """A browser context whose requests may only go to 127.0.0.1; others are aborted and recorded."""
+
+    def __init__(self, browser):
+        self.blocked: list[str] = []
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.context.set_default_timeout(TIMEOUT_MS)
+        self.context.route("**/*", self._route)
+
+    def _route(self, route):
+        url = route.request.url
+        host = urlparse(url).hostname
+        if host == "127.0.0.1":
+            route.continue_()
+        else:
+            self.blocked.append(url)
+            route.abort()
+
+    def close(self):
+        self.context.close()
+
+
+@dataclass
+class PageReport:
+    url: str
+    console_errors: list[str] = field(default_factory=list)
+    failed_requests: list[str] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)
+    charts: list[dict] = field(default_factory=list)
+    charts_settled: bool = True
+    math: dict = field(default_factory=dict)
+    math_ready: bool = True
+    widgets: dict = field(default_factory=dict)
+    widgets_ready: bool = True
+    tab_sets: int = 0
+    labels: int = 0
+    tabs_problems: list[str] = field(default_factory=list)
+    tabs_checked: str = ""
+
+    @property
+    def charts_drawn(self) -> int:
+        return sum(1 for c in self.charts if not c["error"] and (c["marks"] > 0 or c["canvas"]))
+
+    def line(self) -> str:
+        m = self.math
+        w = self.widgets
+        tabs = f"{self.tab_sets} tab sets" + (f" ({self.tabs_checked})" if self.tabs_checked else "")
+        return (
+            f"{self.url}: charts {self.charts_drawn}/{len(self.charts)} drawn; "
+            f"math {m.get('typeset', 0)}/{m.get('math', 0)} typeset; {tabs}, {self.labels} labels; "
+            f"widgets {w.get('rendered', 0)}/{w.get('views', 0)}; "
+            f"console errors {len(self.console_errors)}; failed requests {len(self.failed_requests)}; "
+            f"blocked requests {len(self.blocked)}"
+        )
+
+
+def _wait(page, script: str) -> bool:
+    try:
+        page.wait_for_function(script, timeout=TIMEOUT_MS)
+        return True
+    except Exception:  # playwright TimeoutError; the state is reported by the caller
+        return False
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit] + " [...]"
+
+
+def _watch(page, report: PageReport) -> None:
+    page.on("console", lambda msg: msg.type == "error" and report.console_errors.append(
+        f"{_short(msg.text)} @ {msg.location.get('url', '')}:{msg.location.get('lineNumber', '')}"))
+    page.on("pageerror", lambda exc: report.console_errors.append(f"uncaught: {_short(exc)}"))
+    page.on("response", lambda r: r.status >= 400 and report.failed_requests.append(
+        f"{r.status} {r.url}"))
+    page.on("requestfailed", lambda r: urlparse(r.url).hostname == "127.0.0.1"
+            and report.failed_requests.append(f"{r.failure} {r.url}"))
+
+
+def _check_tabs(page, report: PageReport) -> None:
+    """Tab sets show the stored framework; clicking the other one switches all sets and stores it."""
+    stored = page.evaluate(f"() => localStorage.getItem({STORAGE_KEY!r})") or "keras"
+    sets = page.evaluate(TABS_STATE)
+    for i, s in enumerate(sets):
+        if s["selected"] != [stored] or s["visible"] != [stored]:
+            report.tabs_problems.append(f"set {i} on load: expected {stored}, got {s}")
+    target = "pytorch" if stored == "keras" else "keras"
+    page.locator(f'.framework-tabs [role="tab"][data-framework="{target}"]').first.click()
+    sets = page.evaluate(TABS_STATE)
+    for i, s in enumerate(sets):
+        if s["selected"] != [target] or s["visible"] != [target]:
+            report.tabs_problems.append(f"set {i} after clicking {target}: {s}")
+    now = page.evaluate(f"() => localStorage.getItem({STORAGE_KEY!r})")
+    if now != target:
+        report.tabs_problems.append(f"localStorage {STORAGE_KEY} is {now!r} after clicking {target}")
+    report.tabs_checked = f"showed {stored}, switched to {target}"
+
+
+def _exercise_bindings(page, report: PageReport) -> None:
+    """Pick another option in every bound dropdown of a chart (interactive params keep working)."""
+    selects = page.locator(".course-vega .vega-bindings select")
+    for i in range(selects.count()):
+        select = selects.nth(i)
+        options = select.locator("option").all_inner_texts()
+        if len(options) > 1:
+            select.select_option(index=len(options) - 1, force=True)
+    if selects.count():
+        page.evaluate(TWO_FRAMES)
+        page.evaluate(TWO_FRAMES)
+
+
+def audit_page(context: Offline, base: str, rel: str) -> PageReport:
+    report = PageReport(rel)
+    first_blocked = len(context.blocked)
+    page = context.context.new_page()
+    _watch(page, report)
+    try:
+        page.goto(base + rel, wait_until="load")
+        report.charts_settled = _wait(page, CHARTS_SETTLED)
+        report.charts = page.evaluate(CHARTS_STATE)
+        report.math_ready = _wait(page, MATH_READY)
+        report.math = page.evaluate(MATH_STATE)
+        report.widgets_ready = _wait(page, WIDGETS_READY)
+        report.widgets = page.evaluate(WIDGETS_STATE)
+        report.tab_sets = page.locator(".framework-tabs").count()
+        report.labels = page.locator(".framework-label").count()
+        if report.tab_sets:
+            _check_tabs(page, report)
+        _exercise_bindings(page, report)
+        page.evaluate(TWO_FRAMES)
+    finally:
+        page.close()
+    report.blocked = context.blocked[first_blocked:]
+    return report
+
+
+@pytest.fixture(scope="module")
+def pages(book_dir: Path) -> list[str]:
+    found = discover_pages(book_dir)
+    if not found:
+        pytest.fail(f"No content pages found under {book_dir}; run `make book`.")
+    return found
+
+
+@pytest.fixture(scope="module")
+def audit(request, browser, server, pages, book_dir) -> dict[str, PageReport]:
+    """Visit every page once, in order, in one offline context (so the tab choice carries over)."""
+    context = Offline(browser)
+    try:
+        reports = {rel: audit_page(context, server, rel) for rel in pages}
+    finally:
+        context.close()
+    lines = ["Browser check of the built book (network off):"] + [r.line() for r in reports.values()]
+    for r in reports.values():
+        for kind, items in (("console error", r.console_errors), ("failed request", r.failed_requests),
+                            ("blocked request", r.blocked), ("tabs", r.tabs_problems)):
+            lines += [f"  {r.url}: {kind}: {item}" for item in items]
+    text = "\n".join(lines)
+    try:
+        (book_dir / "browser-summary.txt").write_text(text + "\n", encoding="utf-8")
+    except OSError:
+        pass
+    # print past pytest's output capture, so the summary shows in every run
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if reporter is not None and capture is not None:
+        with capture.global_and_fixture_disabled():
+            reporter.write_line("")
+            for line in lines:
+                reporter.write_line(line)
+    else:  # pragma: no cover
+        print(text)
+    return reports
+
+
+def _fail_on(problems: list[str], what: str) -> None:
+    if problems:
+        pytest.fail(f"{what}:\n  " + "\n  ".join(problems[:50]), pytrace=False)
+
+
+# --------------------------------------------------------------------------------------------
+# Tests
+# --------------------------------------------------------------------------------------------
+
+
+def test_no_requests_leave_the_machine(audit):
+    _fail_on([f"{r.url}: {u}" for r in audit.values() for u in r.blocked],
+             "Requests to other hosts (the book must work offline)")
+
+
+def test_no_console_errors(audit):
+    _fail_on([f"{r.url}: {e}" for r in audit.values() for e in r.console_errors],
+             "Console errors or uncaught exceptions")
+
+
+def test_no_failed_requests(audit):
+    _fail_on([f"{r.url}: {e}" for r in audit.values() for e in r.failed_requests],
+             "Local requests that failed (missing files?)")
+
+
+def test_charts_are_drawn(audit):
+    problems = []
+    for r in audit.values():
+        for c in r.charts:
+            if c["error"] or not (c["marks"] or c["canvas"]):
+                why = c["error"] or "no marks"
+                problems.append(f"{r.url}: chart {c['id']} ({c['label']!r}) not drawn: {why}")
+            if not c["label"]:
+                problems.append(f"{r.url}: chart {c['id']} has no aria-label")
+    _fail_on(problems, "Charts")
+
+
+def test_math_is_typeset(audit):
+    problems = []
+    for r in audit.values():
+        m = r.math
+        if m.get("math"):
+            if not m.get("mathjax"):
+                problems.append(f"{r.url}: {m['math']} formulas but MathJax did not load")
+            elif m["typeset"] < m["math"]:
+                problems.append(f"{r.url}: only {m['typeset']} of {m['math']} formulas typeset")
+            problems += [f"{r.url}: MathJax error: {e}" for e in m.get("errors", [])]
+    _fail_on(problems, "Math")
+
+
+def test_widgets_render(audit):
+    _fail_on([f"{r.url}: {r.widgets['rendered']} of {r.widgets['views']} widget views rendered"
+              for r in audit.values() if r.widgets.get("rendered", 0) < r.widgets.get("views", 0)],
+             "Widgets")
+
+
+def test_framework_tabs_switch_together(audit):
+    _fail_on([f"{r.url}: {p}" for r in audit.values() for p in r.tabs_problems], "Framework tabs")
+
+
+def test_framework_choice_persists_across_pages(browser, server, audit):
+    with_tabs = [rel for rel, r in audit.items() if r.tab_sets]
+    if not with_tabs:
+        pytest.skip("no page of the book has Keras/PyTorch tabs")
+    first = with_tabs[0]
+    second = with_tabs[1] if len(with_tabs) > 1 else next((p for p in audit if p != first), first)
+    context = Offline(browser)
+    try:
+        page = context.context.new_page()
+        page.goto(server + first, wait_until="load")
+        state = page.evaluate(TABS_STATE)
+        assert all(s["visible"] == ["keras"] for s in state), f"default should be Keras: {state}"
+        tab = page.locator('.framework-tabs [role="tab"][data-framework="pytorch"]').first
+        tab.click()
+        state = page.evaluate(TABS_STATE)
+        assert all(s["visible"] == ["pytorch"] and s["selected"] == ["pytorch"] for s in state), state
+        # keyboard: the selected tab is focusable, arrows move the selection
+        assert tab.get_attribute("tabindex") == "0"
+        tab.focus()
+        page.keyboard.press("ArrowLeft")
+        assert page.evaluate("() => document.activeElement.dataset.framework") == "keras"
+        assert all(s["visible"] == ["keras"] for s in page.evaluate(TABS_STATE))
+        page.keyboard.press("End")
+        assert all(s["visible"] == ["pytorch"] for s in page.evaluate(TABS_STATE))
+        # the choice carries over to another page and back
+        page.goto(server + second, wait_until="load")
+        assert page.evaluate(f"() => localStorage.getItem({STORAGE_KEY!r})") == "pytorch"
+        assert all(s["visible"] == ["pytorch"] for s in page.evaluate(TABS_STATE))
+        page.goto(server + first, wait_until="load")
+        state = page.evaluate(TABS_STATE)
+        assert state and all(s["visible"] == ["pytorch"] for s in state), state
+    finally:
+        context.close()
+

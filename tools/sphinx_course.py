@@ -1,0 +1,73 @@
+"""Small Sphinx additions for the course book (loaded through ``sphinx: local_extensions`` in _config.yml).
+
+1. Sphinx 7.4 writes every inline script that an extension adds after the builder started (e.g.
+   sphinx-thebe's ``const THEBE_JS_URL = ...`` and sphinx-togglebutton's selector) twice into each
+   page: once as added (file name ``None``) and once more from the registry (file name ``''``) in
+   ``prepare_writing``.  The second ``const`` declaration is a SyntaxError in the browser
+   ("Identifier 'THEBE_JS_URL' has already been declared").  Such duplicates are dropped from every
+   page's script list.
+2. The pages load MathJax, Vega and the ipywidgets manager from ``_static/vendor``, which
+   ``tools/vendor_static.py`` fills from npm and git does not track.  When a script named in the
+   configuration is missing from the static folders, the build warns (an error under ``-W``)
+   instead of producing a book whose formulas, charts and widgets silently do not render.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+
+def _dedupe_scripts(app, pagename: str, templatename: str, context: dict[str, Any], doctree) -> None:
+    scripts = context.get("script_files")
+    if not isinstance(scripts, list):
+        return
+    seen: set[tuple] = set()
+    unique = []
+    for script in scripts:
+        filename = getattr(script, "filename", script) or ""
+        attributes = getattr(script, "attributes", {}) or {}
+        key = (filename, getattr(script, "priority", None), tuple(sorted(attributes.items())))
+        if key in seen:
+            continue
+        seen.add(key)
+        unique.append(script)
+    # the list is the builder's own (restored after each page); edit it in place
+    scripts[:] = unique
+
+
+def _configured_static_files(config) -> list[str]:
+    names = [config.mathjax_path or ""]
+    for entry in config.html_js_files:
+        names.append(entry if isinstance(entry, str) else entry[0])
+    names += list(getattr(config, "nb_ipywidgets_js", {}) or {})
+    names += [entry if isinstance(entry, str) else entry[0] for entry in config.html_css_files]
+    return [n for n in names if n and "://" not in n and not n.startswith("/")]
+
+
+def _check_static_files(app) -> None:
+    if app.builder is None or app.builder.format != "html":
+        return
+    roots = [Path(app.confdir, p) for p in app.config.html_static_path]
+    missing = [
+        name for name in _configured_static_files(app.config)
+        if not any((root / name.split("?")[0]).is_file() for root in roots)
+    ]
+    if missing:
+        book_roots = [r for r in roots if r.resolve().is_relative_to(Path(app.confdir).resolve())]
+        logger.warning(
+            "static files named in _config.yml are missing from %s: %s. Run "
+            "`python tools/vendor_static.py` (part of `make book`) to install the pinned JavaScript.",
+            ", ".join(str(r) for r in book_roots or roots), ", ".join(missing),
+            type="course", subtype="vendor",
+        )
+
+
+def setup(app) -> dict[str, Any]:
+    app.connect("builder-inited", _check_static_files)
+    app.connect("html-page-context", _dedupe_scripts, priority=900)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
