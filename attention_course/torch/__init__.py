@@ -1,10 +1,15 @@
 """PyTorch versions of the course's layers and models (same names and signatures as ``ac.keras``)."""
 
+from .hard import *  # noqa: F401,F403,E402  (Chapter 2)
+from .hard import __all__ as _hard_all  # noqa: E402
 from .layers import DotProductAttention, masked_softmax
 from .models import ManyToMany, ManyToOne, OneToMany, OneToOne, Seq2Seq
+from .scores import *  # noqa: F401,F403,E402  (Chapter 4)
+from .scores import __all__ as _scores_all  # noqa: E402
 from .train import accuracy, device, fit, predict
 
 __all__ = [
     "DotProductAttention", "masked_softmax", "OneToOne", "OneToMany", "ManyToOne", "ManyToMany", "Seq2Seq",
     "fit", "predict", "accuracy", "device",
+    *_hard_all, *_scores_all,
 ]

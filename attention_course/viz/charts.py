@@ -1,4 +1,4 @@
-"""Altair charts that stay interactive in the static book (tooltips, selections, dropdowns).
+"""General Altair charts: attention heatmaps, line charts, training curves.
 
 Every chart takes a ``description``: it becomes the chart's alt text (``aria-label``) in the book.
 """
@@ -8,10 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-
-from .vega_renderer import enable_renderer
-
-__all__ = ["enable_renderer", "attention_heatmap", "lines", "training_curves"]
 
 
 def _alt():

@@ -1,0 +1,19 @@
+"""Exercise checkers: run a learner's function on fresh random inputs against the reference, and when the
+answer is wrong, name the likely mistake. One module per topic; all checkers are importable from here."""
+
+from .attention import (
+    ExerciseError,
+    attention_average,
+    masked_softmax,
+    reference_attention,
+    reference_masked_softmax,
+)
+from .hard import *  # noqa: F401,F403  (Chapter 2: Gumbel-softmax, local attention windows)
+from .hard import __all__ as _hard_all
+from .scores import *  # noqa: F401,F403  (Chapter 4: score functions)
+from .scores import __all__ as _scores_all
+
+__all__ = [
+    "ExerciseError", "attention_average", "masked_softmax", "reference_attention", "reference_masked_softmax",
+    *_hard_all, *_scores_all,
+]

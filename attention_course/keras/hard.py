@@ -1,0 +1,3 @@
+"""Chapter 2 hard and local attention (keras). Same names and signatures in both frameworks."""
+
+__all__: list[str] = []

@@ -1,0 +1,14 @@
+"""Altair charts that stay interactive in the static book (tooltips, selections, dropdowns, sliders).
+
+Every chart takes a ``description``: it becomes the chart's alt text (``aria-label``) in the book.
+One module per family of charts; all are importable from here.
+"""
+
+from ..vega_renderer import enable_renderer
+from .charts import attention_heatmap, lines, training_curves
+from .sampling import *  # noqa: F401,F403  (Chapter 2: distributions over training, samples, windows)
+from .sampling import __all__ as _sampling_all
+from .scores import *  # noqa: F401,F403  (Chapter 4: score statistics)
+from .scores import __all__ as _scores_all
+
+__all__ = ["enable_renderer", "attention_heatmap", "lines", "training_curves", *_sampling_all, *_scores_all]
