@@ -144,11 +144,19 @@ def _edition_toc(repo_root: Path, book_rel: str, folders: list[str]) -> dict:
     src = repo_root / "_toc.yml"
     toc = (yaml.safe_load(src.read_text()) if src.is_file() else None) or {
         "format": "jb-book", "root": f"{book_rel}/intro", "chapters": []}
-    keep = lambda entries: [e for e in entries or [] if str(e.get("file", "")).startswith(prefixes)]
+    chapter_file = re.compile(rf"^{re.escape(book_rel)}/\d+-")
+
+    def keep(entries):  # chosen chapters, and pages that belong to no chapter (e.g. the references)
+        files = [str(e.get("file", "")) for e in entries or []]
+        return [e for e, f in zip(entries or [], files, strict=True)
+                if f.startswith(prefixes) or not chapter_file.match(f)]
+
     if "parts" in toc:
         parts = [dict(p, chapters=keep(p.get("chapters"))) for p in toc["parts"]]
         toc["parts"] = [p for p in parts if p["chapters"]] or [{"chapters": []}]
-        chapters = toc["parts"][-1]["chapters"]
+        with_chapters = [p for p in toc["parts"]
+                         if any(chapter_file.match(str(e.get("file", ""))) for e in p["chapters"])]
+        chapters = (with_chapters or toc["parts"])[-1]["chapters"]
     else:
         chapters = toc["chapters"] = keep(toc.get("chapters"))
     listed = _toc_files(toc)
@@ -206,8 +214,12 @@ def export(chapters: list[int] | str, out_dir: str | Path, book_dir: str | Path 
         if item.name == "_static" and item.is_dir():
             shutil.copytree(item, edition / book_rel / "_static", ignore=_IGNORE)
         elif item.is_file() and (item.name == "references.bib" or item.suffix.lower() in _IMAGES
-                                 or item.with_suffix("") == root / start):
+                                 or item.suffix == ".md" or item.with_suffix("") == root / start):
             shutil.copy2(item, edition / item.relative_to(root))
+    for tool in ("sphinx_course.py",):  # the book's local Sphinx extension (see _config.yml)
+        if (root / "tools" / tool).is_file():
+            (edition / "tools").mkdir(exist_ok=True)
+            shutil.copy2(root / "tools" / tool, edition / "tools" / tool)
     if not list(edition.glob(f"{start}.*")):
         (edition / f"{start}.md").write_text("# Neural Attention\n")
     for c in chosen:

@@ -149,8 +149,9 @@ def test_export_parts_toc_custom_root_and_unlisted_chapter(repo: Path, tmp_path:
     assign.export("1-2", tmp_path / "out", repo_root=repo)
     edition = tmp_path / "out" / "edition"
     got = yaml.safe_load((edition / "_toc.yml").read_text())
-    assert got["parts"] == [{"caption": "A", "chapters": [
-        {"file": "book/01-alpha/alpha.ipynb"}, {"file": "book/02-beta/beta"}]}]
+    assert got["parts"] == [  # chosen chapters, plus the pages that belong to no chapter
+        {"caption": "A", "chapters": [{"file": "book/01-alpha/alpha.ipynb"}, {"file": "book/02-beta/beta"}]},
+        {"caption": "B", "chapters": [{"file": "elsewhere"}]}]
     assert (edition / "book" / "start.md").is_file()
 
 

@@ -58,3 +58,32 @@ def test_student_copy_runs_to_the_first_exercise(exported, nb_path, monkeypatch)
     student = exported / "student" / nb_path.parent.name / nb_path.name
     first_stub = assign.run_until_first_exercise(student, timeout=600)
     assert first_stub > 0
+
+
+def _toc_files(node):
+    if isinstance(node, list):
+        return [f for item in node for f in _toc_files(item)]
+    if isinstance(node, dict):
+        own = [node["file"]] if "file" in node else []
+        return own + [f for value in node.values() for f in _toc_files(value)]
+    return []
+
+
+def test_edition_is_a_complete_book(tmp_path):
+    import yaml
+
+    first = NOTEBOOKS[0].parent.name
+    assign.export([int(first[:2])], tmp_path, book_dir=ROOT / "book", repo_root=ROOT)
+    edition = tmp_path / "edition"
+    toc = yaml.safe_load((edition / "_toc.yml").read_text())
+    files = [toc["root"], *_toc_files(toc.get("parts", toc.get("chapters", [])))]
+    for f in files:
+        assert list(edition.glob(f + ".*")), f"{f} is in the edition's toc but not in the edition"
+    chapters = {f.split("/")[1] for f in files if f.startswith("book/") and f.split("/")[1][:2].isdigit()}
+    assert chapters == {first}, "only the chosen chapter"
+    assert "book/references" in files, "pages outside chapters (references) stay"
+    config = yaml.safe_load((edition / "_config.yml").read_text())
+    for name, folder in config["sphinx"].get("local_extensions", {}).items():
+        assert (edition / folder / f"{name}.py").is_file(), f"local extension {name} missing"
+    for bib in config.get("bibtex_bibfiles", []):
+        assert (edition / bib).is_file()
