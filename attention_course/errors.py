@@ -20,16 +20,17 @@ def shape_of(x) -> tuple:
     return tuple(None if d is None else int(d) for d in x.shape)
 
 
-def check_attention_shapes(query, key, value, mask=None) -> None:
+def check_attention_shapes(query, key, value, mask=None, same_d: bool = True) -> None:
     """Raise :class:`ShapeError` unless query ``(B, T_q, d)``, key ``(B, T_k, d)``, value ``(B, T_k, d_v)``
-    and mask (broadcastable to ``(B, T_q, T_k)``) fit together."""
+    and mask (broadcastable to ``(B, T_q, T_k)``) fit together. ``same_d=False`` lets the query and key sizes
+    differ (scores with learned matrices)."""
     q, k, v = shape_of(query), shape_of(key), shape_of(value)
     if len(q) != 3 or len(k) != 3 or len(v) != 3:
         raise ShapeError(
             f"attention expects 3-D query (batch, T_q, d), key (batch, T_k, d) and value (batch, T_k, d_v); "
             f"got query {q}, key {k}, value {v}"
         )
-    if q[-1] != k[-1]:
+    if same_d and q[-1] != k[-1]:
         raise ShapeError(f"query and key must share their last size d: query {q} has d={q[-1]}, key {k} has d={k[-1]}")
     if k[1] != v[1]:
         raise ShapeError(f"key and value must have the same number of positions T_k: key {k}, value {v}")
@@ -48,3 +49,14 @@ def check_attention_shapes(query, key, value, mask=None) -> None:
             ok, hint = False, "a mask must be 2-D (batch, T_k) or 3-D (batch, T_q, T_k)"
         if not ok:
             raise ShapeError(f"mask of shape {m} does not fit query {q} and key {k}: {hint}")
+
+
+def check_score_shapes(score, query, key, value=None, mask=None) -> None:
+    """Shape errors for a score layer (either framework). Dot scores need d_q == d_k; learned scores
+    (``score.d_query``/``score.d_key`` set) accept any pair of sizes, but only the ones they were built for."""
+    learned = getattr(score, "d_query", None) is not None
+    check_attention_shapes(query, key, key if value is None else value, mask, same_d=not learned)
+    q, k = shape_of(query), shape_of(key)
+    if learned and (q[-1] != score.d_query or k[-1] != score.d_key):
+        raise ShapeError(f"{type(score).__name__} was built for d_query={score.d_query} and d_key={score.d_key}, "
+                         f"but got query {q} (d_q={q[-1]}) and key {k} (d_k={k[-1]})")

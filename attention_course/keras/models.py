@@ -10,6 +10,7 @@ import keras
 from keras import layers, ops
 
 from .layers import DotProductAttention
+from .scores import ScoredAttention
 
 BOS = 2
 
@@ -99,17 +100,22 @@ class Seq2Seq(_Model):
     """Encoder–decoder GRU. Without attention the decoder sees the source only through the encoder's
     final state (the fixed-length bottleneck). With ``attention=True`` every decoder state also takes a
     weighted average of all encoder states (dot-product attention) before predicting its token.
+    ``score`` (one of "dot", "scaled_dot", "general", "concat", "additive"; Chapter 4) turns attention on
+    with that score function (``ScoredAttention``); ``None`` keeps the plain ``DotProductAttention``.
 
     src (B, S) left-padded ids, tgt_in (B, T), src_mask (B, S) True on real tokens → logits (B, T, vocab).
     """
 
-    def __init__(self, vocab: int, embed: int = 32, hidden: int = 64, attention: bool = False, **kwargs):
+    def __init__(self, vocab: int, embed: int = 32, hidden: int = 64, attention: bool = False,
+                 score: str | None = None, **kwargs):
         super().__init__(**kwargs)
+        attention = attention or score is not None
         self.use_attention = attention
         self.embed = layers.Embedding(vocab, embed)
         self.encoder = _gru(hidden)
         self.decoder = _gru(hidden)
-        self.attention = DotProductAttention()
+        self.attention = (DotProductAttention() if score is None
+                          else ScoredAttention(score, d_query=hidden, d_key=hidden, units=hidden))
         self.combine = layers.Dense(hidden)
         self.out = layers.Dense(vocab)
 

@@ -1,3 +1,166 @@
-"""Chapter 4 score functions (keras). Same names and signatures in both frameworks."""
+"""Chapter 4 score functions (keras). Same names and signatures in both frameworks.
 
-__all__: list[str] = []
+A score function says how well a query matches each key: ``score(query, key) -> scores`` with
+query (B, T_q, d_q), key (B, T_k, d_k) → scores (B, T_q, T_k). ``ScoredAttention`` turns the scores into
+weights with the masked softmax and averages the values.
+
+The learned scores are built from bias-free ``Dense`` sub-layers named after the symbols of the papers
+(``W_a``, ``U_a``, ``v_a``), so ``attention_course.parity.torch_to_keras`` copies the PyTorch twins' weights in.
+"""
+
+from __future__ import annotations
+
+import math
+
+import keras
+from keras import layers, ops
+
+from ..errors import ConfigError, check_score_shapes
+from .layers import masked_softmax
+
+__all__ = ["DotScore", "ScaledDotScore", "GeneralScore", "ConcatScore", "AdditiveScore", "ScoredAttention",
+           "SCORES"]
+
+#: The score names ``ScoredAttention`` (and ``Seq2Seq(score=...)``) accept.
+SCORES = ("dot", "scaled_dot", "general", "concat", "additive")
+
+
+
+class _Score(keras.layers.Layer):
+    """A score layer: ``call(query, key)``; Keras' implicit masks are not used (masks go to the softmax)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+
+    def build(self, *args, **kwargs):
+        self.built = True                 # the Dense sub-layers build on their first call
+
+    def compute_mask(self, *args, **kwargs):
+        return None
+
+
+class DotScore(_Score):
+    """score(q, k) = qᵀk (Luong's "dot"). query (B, T_q, d), key (B, T_k, d) → (B, T_q, T_k)."""
+
+    def call(self, query, key):
+        check_score_shapes(self, query, key)
+        return ops.matmul(query, ops.transpose(key, (0, 2, 1)))    # (B, T_q, T_k)
+
+
+class ScaledDotScore(_Score):
+    """score(q, k) = qᵀk / √d (the Transformer's). query (B, T_q, d), key (B, T_k, d) → (B, T_q, T_k)."""
+
+    def call(self, query, key):
+        check_score_shapes(self, query, key)
+        return ops.matmul(query, ops.transpose(key, (0, 2, 1))) / math.sqrt(query.shape[-1])
+
+
+class GeneralScore(_Score):
+    """score(q, k) = qᵀ W_a k (Luong's "general", a bilinear form). W_a maps a key into query space:
+    the kernel of ``W_a`` is the transpose of the (d_query, d_key) matrix of the formula."""
+
+    def __init__(self, d_query: int, d_key: int, **kwargs):
+        super().__init__(**kwargs)
+        self.d_query, self.d_key = d_query, d_key
+        self.W_a = layers.Dense(d_query, use_bias=False)
+
+    def call(self, query, key):
+        check_score_shapes(self, query, key)
+        return ops.matmul(query, ops.transpose(self.W_a(key), (0, 2, 1)))  # (B, T_q, d_q) @ (B, d_q, T_k)
+
+    def get_config(self):
+        return {**super().get_config(), "d_query": self.d_query, "d_key": self.d_key}
+
+
+class ConcatScore(_Score):
+    """score(q, k) = v_aᵀ tanh(W_a [q; k]) (Luong's "concat"). Built literally: every (query, key) pair is
+    concatenated into a (B, T_q, T_k, d_q + d_k) tensor before the projection."""
+
+    def __init__(self, d_query: int, d_key: int, units: int, **kwargs):
+        super().__init__(**kwargs)
+        self.d_query, self.d_key, self.units = d_query, d_key, units
+        self.W_a = layers.Dense(units, use_bias=False)
+        self.v_a = layers.Dense(1, use_bias=False)
+
+    def call(self, query, key):
+        check_score_shapes(self, query, key)
+        t_q, t_k = ops.shape(query)[1], ops.shape(key)[1]
+        q = ops.repeat(ops.expand_dims(query, 2), t_k, axis=2)       # (B, T_q, T_k, d_q)
+        k = ops.repeat(ops.expand_dims(key, 1), t_q, axis=1)         # (B, T_q, T_k, d_k)
+        pairs = ops.concatenate([q, k], axis=-1)                     # (B, T_q, T_k, d_q + d_k)
+        return ops.squeeze(self.v_a(ops.tanh(self.W_a(pairs))), -1)  # (B, T_q, T_k)
+
+    def get_config(self):
+        return {**super().get_config(), "d_query": self.d_query, "d_key": self.d_key, "units": self.units}
+
+
+class AdditiveScore(_Score):
+    """score(q, k) = v_aᵀ tanh(W_a q + U_a k) (Bahdanau's). The same function family as ``ConcatScore``
+    (W_a [q; k] = W q + U k), computed by projecting queries and keys once and broadcasting the sum."""
+
+    def __init__(self, d_query: int, d_key: int, units: int, **kwargs):
+        super().__init__(**kwargs)
+        self.d_query, self.d_key, self.units = d_query, d_key, units
+        self.W_a = layers.Dense(units, use_bias=False)
+        self.U_a = layers.Dense(units, use_bias=False)
+        self.v_a = layers.Dense(1, use_bias=False)
+
+    def call(self, query, key):
+        check_score_shapes(self, query, key)
+        hidden = ops.expand_dims(self.W_a(query), 2) + ops.expand_dims(self.U_a(key), 1)  # (B, T_q, T_k, units)
+        return ops.squeeze(self.v_a(ops.tanh(hidden)), -1)          # (B, T_q, T_k)
+
+    def get_config(self):
+        return {**super().get_config(), "d_query": self.d_query, "d_key": self.d_key, "units": self.units}
+
+
+def make_score(score: str, d_query: int | None = None, d_key: int | None = None, units: int | None = None):
+    """The score layer called ``score`` (one of ``SCORES``). Learned scores need ``d_query``; ``d_key``
+    defaults to ``d_query`` and ``units`` to ``d_query``."""
+    if score not in SCORES:
+        raise ConfigError(f"unknown score {score!r}: choose one of {', '.join(SCORES)}")
+    if score == "dot":
+        return DotScore()
+    if score == "scaled_dot":
+        return ScaledDotScore()
+    if d_query is None:
+        raise ConfigError(f"the {score!r} score is learned: give its sizes, e.g. d_query=64 (d_key and units "
+                          f"default to d_query)")
+    d_key = d_query if d_key is None else d_key
+    units = d_query if units is None else units
+    if score == "general":
+        return GeneralScore(d_query, d_key)
+    return (ConcatScore if score == "concat" else AdditiveScore)(d_query, d_key, units)
+
+
+class ScoredAttention(keras.layers.Layer):
+    """Attention with a choice of score: scores → masked softmax over the keys → weighted sum of the values.
+
+    ``score`` is one of ``SCORES``; the learned ones ("general", "concat", "additive") need ``d_query``
+    (``d_key`` and ``units`` default to it), and then query and key may have different sizes.
+    """
+
+    def __init__(self, score: str = "dot", d_query: int | None = None, d_key: int | None = None,
+                 units: int | None = None, **kwargs):
+        super().__init__(**kwargs)
+        self.score_name = score
+        self.sizes = {"d_query": d_query, "d_key": d_key, "units": units}
+        self.score = make_score(score, d_query, d_key, units)
+        self.supports_masking = True      # `mask` is ours (explicit), not Keras' implicit propagation
+
+    def build(self, *args, **kwargs):
+        self.built = True                 # the score's sub-layers build on their first call
+
+    def compute_mask(self, *args, **kwargs):
+        return None
+
+    def call(self, query, key, value, mask=None, return_weights: bool = False):
+        # query (B, T_q, d_q), key (B, T_k, d_k), value (B, T_k, d_v), mask (B, T_k) or (B, T_q, T_k)
+        check_score_shapes(self.score, query, key, value, mask)
+        scores = self.score(query, key)                            # (B, T_q, T_k)
+        weights = masked_softmax(scores, mask)                     # rows sum to 1 over the visible keys
+        context = ops.matmul(weights, value)                       # (B, T_q, d_v)
+        return (context, weights) if return_weights else context
+
+    def get_config(self):
+        return {**super().get_config(), "score": self.score_name, **self.sizes}

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from .layers import DotProductAttention
+from .scores import ScoredAttention
 
 BOS = 2
 
@@ -88,17 +89,22 @@ class Seq2Seq(nn.Module):
     """Encoder–decoder GRU. Without attention the decoder sees the source only through the encoder's
     final state (the fixed-length bottleneck). With ``attention=True`` every decoder state also takes a
     weighted average of all encoder states (dot-product attention) before predicting its token.
+    ``score`` (one of "dot", "scaled_dot", "general", "concat", "additive"; Chapter 4) turns attention on
+    with that score function (``ScoredAttention``); ``None`` keeps the plain ``DotProductAttention``.
 
     src (B, S) left-padded ids, tgt_in (B, T), src_mask (B, S) True on real tokens → logits (B, T, vocab).
     """
 
-    def __init__(self, vocab: int, embed: int = 32, hidden: int = 64, attention: bool = False):
+    def __init__(self, vocab: int, embed: int = 32, hidden: int = 64, attention: bool = False,
+                 score: str | None = None):
         super().__init__()
+        attention = attention or score is not None
         self.use_attention = attention
         self.embed = nn.Embedding(vocab, embed)
         self.encoder = nn.GRU(embed, hidden, batch_first=True)
         self.decoder = nn.GRU(embed, hidden, batch_first=True)
-        self.attention = DotProductAttention()
+        self.attention = (DotProductAttention() if score is None
+                          else ScoredAttention(score, d_query=hidden, d_key=hidden, units=hidden))
         self.combine = nn.Linear(2 * hidden if attention else hidden, hidden)
         self.out = nn.Linear(hidden, vocab)
 

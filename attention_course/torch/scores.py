@@ -1,3 +1,139 @@
-"""Chapter 4 score functions (torch). Same names and signatures in both frameworks."""
+"""Chapter 4 score functions (torch). Same names and signatures in both frameworks.
 
-__all__: list[str] = []
+A score function says how well a query matches each key: ``score(query, key) -> scores`` with
+query (B, T_q, d_q), key (B, T_k, d_k) → scores (B, T_q, T_k). ``ScoredAttention`` turns the scores into
+weights with the masked softmax and averages the values.
+
+The learned scores are built from bias-free ``nn.Linear`` sub-layers named after the symbols of the papers
+(``W_a``, ``U_a``, ``v_a``), so ``attention_course.parity.torch_to_keras`` copies them into the Keras twins.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from ..errors import ConfigError, check_score_shapes
+from .layers import masked_softmax
+
+__all__ = ["DotScore", "ScaledDotScore", "GeneralScore", "ConcatScore", "AdditiveScore", "ScoredAttention",
+           "SCORES"]
+
+#: The score names ``ScoredAttention`` (and ``Seq2Seq(score=...)``) accept.
+SCORES = ("dot", "scaled_dot", "general", "concat", "additive")
+
+
+
+class _Score(nn.Module):
+    """A score module: ``forward(query, key) -> scores``."""
+
+    def __init__(self):
+        super().__init__()
+
+
+class DotScore(_Score):
+    """score(q, k) = qᵀk (Luong's "dot"). query (B, T_q, d), key (B, T_k, d) → (B, T_q, T_k)."""
+
+    def forward(self, query, key):
+        check_score_shapes(self, query, key)
+        return query @ key.transpose(1, 2)                         # (B, T_q, T_k)
+
+
+class ScaledDotScore(_Score):
+    """score(q, k) = qᵀk / √d (the Transformer's). query (B, T_q, d), key (B, T_k, d) → (B, T_q, T_k)."""
+
+    def forward(self, query, key):
+        check_score_shapes(self, query, key)
+        return query @ key.transpose(1, 2) / math.sqrt(query.shape[-1])
+
+
+class GeneralScore(_Score):
+    """score(q, k) = qᵀ W_a k (Luong's "general", a bilinear form). W_a maps a key into query space:
+    ``W_a.weight`` is the (d_query, d_key) matrix of the formula."""
+
+    def __init__(self, d_query: int, d_key: int):
+        super().__init__()
+        self.d_query, self.d_key = d_query, d_key
+        self.W_a = nn.Linear(d_key, d_query, bias=False)
+
+    def forward(self, query, key):
+        check_score_shapes(self, query, key)
+        return query @ self.W_a(key).transpose(1, 2)                # (B, T_q, d_q) @ (B, d_q, T_k)
+
+
+class ConcatScore(_Score):
+    """score(q, k) = v_aᵀ tanh(W_a [q; k]) (Luong's "concat"). Built literally: every (query, key) pair is
+    concatenated into a (B, T_q, T_k, d_q + d_k) tensor before the projection."""
+
+    def __init__(self, d_query: int, d_key: int, units: int):
+        super().__init__()
+        self.d_query, self.d_key, self.units = d_query, d_key, units
+        self.W_a = nn.Linear(d_query + d_key, units, bias=False)
+        self.v_a = nn.Linear(units, 1, bias=False)
+
+    def forward(self, query, key):
+        check_score_shapes(self, query, key)
+        (b, t_q, _), t_k = query.shape, key.shape[1]
+        pairs = torch.cat([query[:, :, None, :].expand(b, t_q, t_k, -1),
+                           key[:, None, :, :].expand(b, t_q, t_k, -1)], dim=-1)  # (B, T_q, T_k, d_q + d_k)
+        return self.v_a(torch.tanh(self.W_a(pairs)))[..., 0]        # (B, T_q, T_k)
+
+
+class AdditiveScore(_Score):
+    """score(q, k) = v_aᵀ tanh(W_a q + U_a k) (Bahdanau's). The same function family as ``ConcatScore``
+    (W_a [q; k] = W q + U k), computed by projecting queries and keys once and broadcasting the sum."""
+
+    def __init__(self, d_query: int, d_key: int, units: int):
+        super().__init__()
+        self.d_query, self.d_key, self.units = d_query, d_key, units
+        self.W_a = nn.Linear(d_query, units, bias=False)
+        self.U_a = nn.Linear(d_key, units, bias=False)
+        self.v_a = nn.Linear(units, 1, bias=False)
+
+    def forward(self, query, key):
+        check_score_shapes(self, query, key)
+        hidden = self.W_a(query)[:, :, None, :] + self.U_a(key)[:, None, :, :]  # (B, T_q, T_k, units)
+        return self.v_a(torch.tanh(hidden))[..., 0]                 # (B, T_q, T_k)
+
+
+def make_score(score: str, d_query: int | None = None, d_key: int | None = None, units: int | None = None):
+    """The score module called ``score`` (one of ``SCORES``). Learned scores need ``d_query``; ``d_key``
+    defaults to ``d_query`` and ``units`` to ``d_query``."""
+    if score not in SCORES:
+        raise ConfigError(f"unknown score {score!r}: choose one of {', '.join(SCORES)}")
+    if score == "dot":
+        return DotScore()
+    if score == "scaled_dot":
+        return ScaledDotScore()
+    if d_query is None:
+        raise ConfigError(f"the {score!r} score is learned: give its sizes, e.g. d_query=64 (d_key and units "
+                          f"default to d_query)")
+    d_key = d_query if d_key is None else d_key
+    units = d_query if units is None else units
+    if score == "general":
+        return GeneralScore(d_query, d_key)
+    return (ConcatScore if score == "concat" else AdditiveScore)(d_query, d_key, units)
+
+
+class ScoredAttention(nn.Module):
+    """Attention with a choice of score: scores → masked softmax over the keys → weighted sum of the values.
+
+    ``score`` is one of ``SCORES``; the learned ones ("general", "concat", "additive") need ``d_query``
+    (``d_key`` and ``units`` default to it), and then query and key may have different sizes.
+    """
+
+    def __init__(self, score: str = "dot", d_query: int | None = None, d_key: int | None = None,
+                 units: int | None = None):
+        super().__init__()
+        self.score_name = score
+        self.score = make_score(score, d_query, d_key, units)
+
+    def forward(self, query, key, value, mask=None, return_weights: bool = False):
+        # query (B, T_q, d_q), key (B, T_k, d_k), value (B, T_k, d_v), mask (B, T_k) or (B, T_q, T_k)
+        check_score_shapes(self.score, query, key, value, mask)
+        scores = self.score(query, key)                            # (B, T_q, T_k)
+        weights = masked_softmax(scores, mask)                     # rows sum to 1 over the visible keys
+        context = weights @ value                                  # (B, T_q, d_v)
+        return (context, weights) if return_weights else context
