@@ -184,3 +184,23 @@ def test_training_learns_a_small_task(fw_name):
     assert history["loss"][-1] < history["loss"][0]
     assert fw.accuracy(model, (x,), y) > 0.8
     assert len(history.to_frame(run="x")) == 8
+
+
+def test_keras_fit_updates_repeated_embedding_rows():
+    """Adam moves a parameter by at most about lr per step; a row seen several times in a batch must move like
+    the others (with sparse gradients Keras' Adam moved it too far) and like the PyTorch twin."""
+    import torch
+
+    x, y = synthetic.one_to_one_task(64, seed=0)
+    x[:48] = 1                                          # one row repeated 48 times in the batch
+    km, tm = ac.keras.OneToOne(10, 10, hidden=8), ac.torch.OneToOne(10, 10, hidden=8)
+    km(x[:2])
+    ac.parity.torch_to_keras(tm, km)
+    before = km.embed.get_weights()[0].copy()
+    ac.keras.fit(km, (x,), y, epochs=3, batch_size=64, lr=0.1)
+    ac.torch.fit(tm, (x,), y, epochs=3, batch_size=64, lr=0.1)
+    moved = np.abs(km.embed.get_weights()[0] - before)
+    assert moved.max() <= 3 * 0.1 * 1.01, moved.max()
+    # the repeated row has large gradients, so Adam's differing epsilon conventions do not matter for it
+    np.testing.assert_allclose(km.embed.get_weights()[0][1], tm.embed.weight.detach().numpy()[1], atol=5e-3)
+    del torch

@@ -17,7 +17,7 @@ FIRST_SYMBOL = 4
 
 __all__ = [
     "SequenceTask", "sequence_task", "one_to_one_task", "one_to_many_task", "many_to_one_task",
-    "many_to_many_task", "FIRST_SYMBOL",
+    "many_to_many_task", "FIRST_SYMBOL", "shifted_copy_task",
 ]
 
 
@@ -107,3 +107,16 @@ def many_to_many_task(n: int, *, length: int = 12, n_symbols: int = 10, seed: in
     rng = np.random.default_rng(seed)
     x = rng.integers(0, n_symbols, size=(n, length))
     return (x + FIRST_SYMBOL).astype(np.int64), np.maximum.accumulate(x, axis=1).astype(np.int64)
+
+
+def shifted_copy_task(n: int, *, length: int = 32, shift: int = 3, n_symbols: int = 10, seed: int = 0):
+    """A pointer task: a source of ``length`` random symbols; output step t must emit the source symbol at
+    position t + ``shift``, for t = 0 … length - shift - 1 (so every output depends on ONE source position).
+
+    Returns ids (n, length) (symbols from ``FIRST_SYMBOL`` on) and labels (n, length - shift), 0-based.
+    """
+    if not 0 <= shift < length:
+        raise ConfigError(f"need 0 <= shift < length, got shift={shift}, length={length}")
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, n_symbols, size=(n, length))
+    return (x + FIRST_SYMBOL).astype(np.int64), x[:, shift:].astype(np.int64)

@@ -43,6 +43,9 @@ def fit(model: keras.Model, inputs, targets, *, epochs: int, batch_size: int = 6
             logits = model(*xs, training=True)
             loss, hits, count = _masked_loss_and_hits(y, logits, ignore_index)
         grads = tape.gradient(loss, model.trainable_variables)
+        # embeddings get sparse gradients; Keras' Adam mis-updates a row that repeats within a batch unless
+        # they are made dense (see tests/test_package.py::test_keras_fit_updates_repeated_embedding_rows)
+        grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
         optimizer.apply(grads, model.trainable_variables)
         return loss, hits, count
 
