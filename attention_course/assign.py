@@ -167,6 +167,18 @@ def _edition_toc(repo_root: Path, book_rel: str, folders: list[str]) -> dict:
     return toc
 
 
+_DOC_LINK = re.compile(r"\{doc\}`([^`<]+?)\s*<(\d+-[^/>]+)/[^>]*>`")
+
+
+def _unlink_missing_chapters(book: Path, kept: set[str]) -> None:
+    """In the edition's top-level pages, ``{doc}`` links to chapters left out become plain text."""
+    for page in book.glob("*.md"):
+        text = page.read_text(encoding="utf-8")
+        new = _DOC_LINK.sub(lambda m: m.group(0) if m.group(2) in kept else m.group(1), text)
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+
+
 def export(chapters: list[int] | str, out_dir: str | Path, book_dir: str | Path = "book",
            repo_root: str | Path = ".") -> dict:
     """Write ``student/``, ``key/`` and ``edition/`` (plus ``README.md``) under ``out_dir``.
@@ -224,6 +236,7 @@ def export(chapters: list[int] | str, out_dir: str | Path, book_dir: str | Path 
         (edition / f"{start}.md").write_text("# Neural Attention\n")
     for c in chosen:
         shutil.copytree(available[c], edition / book_rel / available[c].name, ignore=_IGNORE)
+    _unlink_missing_chapters(edition / book_rel, {available[c].name for c in chosen})
     readme = written["readme"] = out / "README.md"
     readme.write_text(
         f"# Course assignments: chapters {', '.join(map(str, chosen))}\n\n"

@@ -3,6 +3,7 @@ exercise."""
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,6 @@ def test_edition_is_a_complete_book(tmp_path):
         assert (edition / folder / f"{name}.py").is_file(), f"local extension {name} missing"
     for bib in config.get("bibtex_bibfiles", []):
         assert (edition / bib).is_file()
+    intro = (edition / "book" / "intro.md").read_text()
+    linked = set(re.findall(r"\{doc\}`[^`<]+<(\d+-[^/>]+)/", intro))
+    assert linked == {first}, f"the edition's intro links only to its own chapters, not {linked - {first}}"
