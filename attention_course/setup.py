@@ -87,9 +87,15 @@ def setup(seed: int = 0, *, scale: str | None = None, frameworks: str | None = N
     if "pytorch" in fws:
         import torch
 
-        parts.append(f"pytorch {torch.__version__}")
+        threads = ""
         if torch.cuda.is_available():
             device = f"cuda ({torch.cuda.get_device_name(0)})"
+        else:
+            # The course's models are small: one thread is as fast, and with two threads PyTorch slows
+            # down ~10x whenever another process holds a core (measured on a 2-core machine).
+            torch.set_num_threads(int(os.environ.get("COURSE_TORCH_THREADS", "1")))
+            threads = f", {torch.get_num_threads()} CPU thread(s)"
+        parts.append(f"pytorch {torch.__version__}{threads}")
     parts.append(f"device {device}")
     parts.append(f"seed {seed}")
     session = Session(seed=seed, profile=profile, frameworks=fws, device=device, on_colab=on_colab())

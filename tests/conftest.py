@@ -37,3 +37,10 @@ def as_input(fw_module, x):
 
         return torch.as_tensor(x)
     return x
+
+try:  # the same choice as ac.setup(): one CPU thread for the small models of the tests
+    import torch
+
+    torch.set_num_threads(int(os.environ.get("COURSE_TORCH_THREADS", "1")))
+except ImportError:  # pragma: no cover
+    pass
