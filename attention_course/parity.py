@@ -1,7 +1,8 @@
 """Copy weights between the PyTorch and Keras twins of a model, so the two can be compared exactly.
 
 The twins share sub-layer names (``embed``, ``encoder``, ``out`` …); each sub-layer is converted by type:
-Embedding ↔ Embedding, Linear ↔ Dense (transposed), GRU ↔ GRU (gate order r,z,n ↔ z,r,h, transposed).
+Embedding ↔ Embedding, Linear ↔ Dense (transposed), GRU ↔ GRU (gate order r,z,n ↔ z,r,h, transposed),
+LSTM ↔ LSTM or Bidirectional(LSTM) (same gate order i,f,g,o; transposed; the two biases summed).
 Both frameworks are imported: use it only when both are on.
 """
 
@@ -26,6 +27,19 @@ def _gru_to_keras(gru) -> list[np.ndarray]:
     return [w_ih.T, w_hh.T, np.stack([b_ih, b_hh])]
 
 
+def _lstm_to_keras(lstm) -> list[np.ndarray]:
+    """torch ``nn.LSTM`` (1 layer) → Keras LSTM [kernel, recurrent, bias], then the backward direction's
+    three for ``Bidirectional`` (forward layer first, as ``Bidirectional.get_weights`` lists them)."""
+    if lstm.num_layers != 1 or getattr(lstm, "proj_size", 0):
+        raise ValueError("only single-layer LSTMs without projection are converted")
+    weights = []
+    for suffix in ("", "_reverse") if lstm.bidirectional else ("",):
+        w = {n: getattr(lstm, f"{n}_l0{suffix}").detach().cpu().numpy()
+             for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")}
+        weights += [w["weight_ih"].T, w["weight_hh"].T, w["bias_ih"] + w["bias_hh"]]  # (in, 4H), (H, 4H), (4H,)
+    return weights
+
+
 def torch_to_keras(torch_model, keras_model, example_inputs=None) -> None:
     """Load the weights of ``torch_model`` into its Keras twin, matched by sub-layer name.
 
@@ -44,14 +58,18 @@ def torch_to_keras(torch_model, keras_model, example_inputs=None) -> None:
         if isinstance(module, nn.Embedding):
             weights = [module.weight.detach().cpu().numpy()]
         elif isinstance(module, nn.Linear):
-            weights = [module.weight.detach().cpu().numpy().T, module.bias.detach().cpu().numpy()]
+            weights = [module.weight.detach().cpu().numpy().T]
+            if module.bias is not None:                 # nn.Linear(bias=False) ↔ Dense(use_bias=False)
+                weights.append(module.bias.detach().cpu().numpy())
         elif isinstance(module, nn.GRU):
             weights = _gru_to_keras(module)
-        elif isinstance(layer, type(keras_model).__mro__[1]) or hasattr(module, "named_children"):
+        elif isinstance(module, nn.LSTM):
+            weights = _lstm_to_keras(module)
+        elif type(module).__module__.startswith("torch.nn"):  # pragma: no cover
+            raise TypeError(f"no conversion for {type(module).__name__} ({name}): add one to parity.py")
+        else:                                           # a course module: recurse by sub-layer name
             torch_to_keras(module, layer)
             continue
-        else:  # pragma: no cover
-            raise TypeError(f"no conversion for {type(module).__name__} ({name})")
         expected = [tuple(w.shape) for w in layer.get_weights()]
         got = [tuple(w.shape) for w in weights]
         if expected != got:
