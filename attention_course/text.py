@@ -187,14 +187,18 @@ def pad_batch(
     max_len: int | None = None,
     pad: int = PAD,
     truncate: str = "post",
+    padding: str = "post",
 ) -> Padded:
-    """Pad (at the end) a batch of id sequences into one int64 array.
+    """Pad a batch of id sequences into one int64 array (at the end, or with ``padding="pre"`` at the start).
 
     Args:
         sequences: ``B`` sequences of ids of any lengths (lists, 1-D arrays or tensors).
         max_len: width ``T`` of the result; ``None``: the longest sequence. Longer ones are truncated.
         pad: the id used for padding (``PAD`` = 0).
         truncate: ``"post"`` keeps the first ``max_len`` ids, ``"pre"`` the last ``max_len``.
+        padding: ``"post"`` puts the pads after the ids, ``"pre"`` before them, so that the last position of
+            every row is a real id (what a model that reads the last state needs; the default of Keras'
+            ``pad_sequences``).
 
     Returns:
         ``Padded(ids, lengths)``: ``ids`` of shape ``(B, T)`` int64, ``lengths`` of shape ``(B,)`` int64,
@@ -202,6 +206,8 @@ def pad_batch(
     """
     if truncate not in ("post", "pre"):
         raise ConfigError(f"truncate must be 'post' or 'pre', got {truncate!r}")
+    if padding not in ("post", "pre"):
+        raise ConfigError(f"padding must be 'post' or 'pre', got {padding!r}")
     if max_len is not None and max_len < 0:
         raise ConfigError(f"max_len must be >= 0, got {max_len}")
     seqs = [_as_ints(s) for s in sequences]
@@ -211,6 +217,9 @@ def pad_batch(
     for row, seq in enumerate(seqs):
         if len(seq) > width:
             seq = seq[:width] if truncate == "post" else seq[len(seq) - width :]
-        ids[row, : len(seq)] = seq
+        if padding == "post":
+            ids[row, : len(seq)] = seq
+        elif seq:
+            ids[row, width - len(seq) :] = seq
         lengths[row] = len(seq)
     return Padded(ids, lengths)

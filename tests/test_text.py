@@ -131,6 +131,15 @@ def test_pad_batch_max_len_and_truncate():
         pad_batch(seqs, truncate="middle")
 
 
+def test_pad_batch_on_the_left_keeps_the_last_ids():
+    seqs = [[1, 2, 3, 4, 5], [6, 7], []]
+    left = pad_batch(seqs, max_len=3, truncate="pre", padding="pre")
+    assert left.ids.tolist() == [[3, 4, 5], [0, 6, 7], [0, 0, 0]] and left.lengths.tolist() == [3, 2, 0]
+    assert (left.ids[:2, -1] != PAD).all()                     # the last position is a real id
+    with pytest.raises(ConfigError, match="padding must be"):
+        pad_batch(seqs, padding="left")
+
+
 def test_pad_batch_empty():
     ids, lengths = pad_batch([])
     assert ids.shape == (0, 0) and lengths.shape == (0,)
