@@ -60,3 +60,27 @@ def check_score_shapes(score, query, key, value=None, mask=None) -> None:
     if learned and (q[-1] != score.d_query or k[-1] != score.d_key):
         raise ShapeError(f"{type(score).__name__} was built for d_query={score.d_query} and d_key={score.d_key}, "
                          f"but got query {q} (d_q={q[-1]}) and key {k} (d_k={k[-1]})")
+
+
+def check_choice(what: str, value, options) -> None:
+    """Raise :class:`ConfigError` unless ``value`` is one of ``options``; the message lists them."""
+    if value not in options:
+        raise ConfigError(f"unknown {what} {value!r}; choose one of: {', '.join(map(str, options))}")
+
+
+def check_sequence_shapes(name: str, x, mask=None, features: int | None = None, steps: int | None = None,
+                          mask_name: str = "mask") -> None:
+    """Shape errors for a layer over a sequence ``x`` ``(B, T, d)`` with an optional ``mask`` ``(B, T)``:
+    ``features`` is the d it was built for, ``steps`` the one length T it accepts (a T × T layer). ``mask_name``
+    names the (B, T) companion in the message (e.g. "gates")."""
+    s = shape_of(x)
+    if len(s) != 3:
+        raise ShapeError(f"{name} expects a 3-D input (batch, T, d); got {s}")
+    if features is not None and s[2] != features:
+        raise ShapeError(f"{name} was built for d={features} features, but got input {s} (d={s[2]})")
+    if steps is not None and s[1] != steps:
+        raise ShapeError(f"{name} was built for exactly T={steps} timesteps (its Dense is {steps}×{steps}), "
+                         f"but got input {s} (T={s[1]}): pad or cut every sequence to {steps}")
+    if mask is not None and shape_of(mask) != s[:2]:
+        raise ShapeError(f"{name}: the {mask_name} must be (batch, T) = {s[:2]} to fit the input {s}; "
+                         f"got {mask_name} {shape_of(mask)}")

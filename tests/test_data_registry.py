@@ -2,7 +2,7 @@
 
 Nothing here touches the network: downloads either go to a local ``http.server`` on 127.0.0.1 or to a
 monkeypatched downloader. The tests on real data need ``COURSE_DATA_DIR`` to point at a folder holding
-the course files (e.g. ``COURSE_DATA_DIR=/work/shared/data``) and are skipped otherwise.
+the course files (e.g. ``COURSE_DATA_DIR=../shared/data``) and are skipped otherwise.
 """
 
 from __future__ import annotations

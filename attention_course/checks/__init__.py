@@ -10,10 +10,12 @@ from .attention import (
 )
 from .hard import *  # noqa: F401,F403  (Chapter 2: Gumbel-softmax, local attention windows)
 from .hard import __all__ as _hard_all
+from .recurrent import *  # noqa: F401,F403  (Chapter 3: attention pooling, timestep-wise attention)
+from .recurrent import __all__ as _recurrent_all
 from .scores import *  # noqa: F401,F403  (Chapter 4: score functions)
 from .scores import __all__ as _scores_all
 
 __all__ = [
     "ExerciseError", "attention_average", "masked_softmax", "reference_attention", "reference_masked_softmax",
-    *_hard_all, *_scores_all,
+    *_hard_all, *_recurrent_all, *_scores_all,
 ]

@@ -33,6 +33,7 @@ from .loaders import (
     load_wikitext2_subset,
     repair_cp1252,
 )
+from .prepare import prepare_ner, prepare_sentiment, sentiment_words
 from .registry import Dataset, RemoteFile, get, names
 
 try:  # synthetic tasks live in their own module; the rest of the package works without it
@@ -62,7 +63,10 @@ __all__ = [
     "load_tinyshakespeare",
     "load_wikitext2_subset",
     "names",
+    "prepare_ner",
+    "prepare_sentiment",
     "repair_cp1252",
+    "sentiment_words",
     "sha256sum",
     "synthetic",
     "verify",

@@ -10,5 +10,7 @@ from .sampling import *  # noqa: F401,F403  (Chapter 2: distributions over train
 from .sampling import __all__ as _sampling_all
 from .scores import *  # noqa: F401,F403  (Chapter 4: score statistics)
 from .scores import __all__ as _scores_all
+from .text import *  # noqa: F401,F403  (Chapter 3: token highlight)
+from .text import __all__ as _text_all
 
-__all__ = ["enable_renderer", "attention_heatmap", "lines", "training_curves", *_sampling_all, *_scores_all]
+__all__ = ["enable_renderer", "attention_heatmap", "lines", "training_curves", *_sampling_all, *_scores_all, *_text_all]

@@ -1,0 +1,237 @@
+"""Chapter 3 attention blocks inside recurrent models (keras): feature-wise and timestep-wise attention,
+attention pooling, the attention GRU. Same names and signatures in both frameworks.
+
+Shapes: B batch, T timesteps, d features (embedding size), H recurrent units. Every block is built from
+``Dense``/``Embedding``/``LSTM`` sub-layers named like the PyTorch twin's, so
+``attention_course.parity.torch_to_keras`` copies the weights across.
+"""
+
+from __future__ import annotations
+
+import keras
+from keras import layers, ops
+
+from ..errors import ConfigError, check_choice, check_sequence_shapes
+from .layers import masked_softmax
+from .models import _Model
+
+__all__ = ["ACTIVATIONS", "NER_ATTENTION", "POOLING", "VariationalLSTM", "FeatureAttention", "TimestepAttention",
+           "AttentionPooling", "AttentionGRU", "NERTagger", "SentimentClassifier"]
+
+ACTIVATIONS = ("softmax", "linear")                 # how the attention scores become weights
+NER_ATTENTION = (None, "feature", "feature_single", "timestep")
+POOLING = ("last", "attention", "attention_gru")
+
+
+class _Block(keras.layers.Layer):
+    """A layer whose masks are explicit arguments (Keras' implicit mask propagation is not used)."""
+
+    def compute_mask(self, *args, **kwargs):
+        return None
+
+
+class VariationalLSTM(_Block):
+    """An LSTM that returns every state, with ``dropout`` on the inputs and ``recurrent_dropout`` on h_{t-1},
+    one mask per sequence ("variational" dropout): Keras' own ``LSTM`` (wrapped in ``Bidirectional`` when
+    ``bidirectional``). ``input_size`` is only there to match the PyTorch twin.
+    x (B, T, d) → states (B, T, H), or (B, T, 2H) when ``bidirectional``.
+    """
+
+    def __init__(self, input_size: int, hidden: int, bidirectional: bool = False, dropout: float = 0.0,
+                 recurrent_dropout: float = 0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden, self.bidirectional = hidden, bidirectional
+        lstm = layers.LSTM(hidden, return_sequences=True, dropout=dropout, recurrent_dropout=recurrent_dropout)
+        self.lstm = layers.Bidirectional(lstm) if bidirectional else lstm
+
+    def call(self, x):
+        return self.lstm(x)                 # Keras passes `training` down to the LSTM's dropouts
+
+
+def _weights(scores, activation, mask=None):
+    if activation == "linear":                                        # raw scores, no normalisation
+        return scores if mask is None else scores * ops.cast(mask, scores.dtype)
+    if mask is None:
+        return ops.softmax(scores, axis=-1)
+    return masked_softmax(scores, mask)
+
+
+class FeatureAttention(_Block):
+    """Feature-wise attention: at each timestep, a Dense layer over the d features with a softmax over the
+    features; the weights multiply the inputs. Each weight sees the other features of the same timestep, and
+    the same (d × d) layer serves every timestep, so any length T works.
+
+    ``single=True`` averages the weights over time into one vector per sequence (the ``SINGLE_ATTENTION_VECTOR``
+    option of the well-known Keras ``attention_3d_block``); ``mask`` (B, T) then keeps pads out of the average.
+    ``activation="linear"`` skips the softmax. x (B, T, d) → (B, T, d), weights (B, T, d).
+    """
+
+    def __init__(self, features: int, activation: str = "softmax", single: bool = False, **kwargs):
+        super().__init__(**kwargs)
+        check_choice("activation", activation, ACTIVATIONS)
+        self.features, self.activation, self.single = features, activation, single
+        self.score = layers.Dense(features)
+
+    def call(self, x, mask=None, return_weights: bool = False):
+        # x (B, T, d), mask (B, T) True on real tokens
+        check_sequence_shapes("FeatureAttention", x, mask, features=self.features)
+        weights = _weights(self.score(x), self.activation)            # (B, T, d), rows sum to 1 over d
+        if self.single:
+            if mask is None:
+                avg = ops.mean(weights, axis=1, keepdims=True)        # (B, 1, d)
+            else:
+                m = ops.expand_dims(ops.cast(mask, x.dtype), -1)      # (B, T, 1)
+                avg = ops.sum(weights * m, 1, keepdims=True) / ops.maximum(ops.sum(m, 1, keepdims=True), 1.0)
+            weights = ops.broadcast_to(avg, ops.shape(x))             # (B, T, d), the same at every step
+        out = x * weights
+        return (out, weights) if return_weights else out
+
+    def get_config(self):
+        return {**super().get_config(), "features": self.features, "activation": self.activation,
+                "single": self.single}
+
+
+class TimestepAttention(_Block):
+    """Timestep-wise attention: permute to (B, d, T), a Dense layer over the T timesteps with a softmax over
+    time for each feature, averaged over the features into one weight per timestep, multiplied in. Each
+    weight sees the same feature at the other timesteps. The Dense is T × T: the layer only takes sequences of
+    exactly ``steps`` timesteps. ``mask`` (B, T) gives pads zero weight. x (B, T, d) → (B, T, d), weights (B, T).
+    """
+
+    def __init__(self, steps: int, activation: str = "softmax", **kwargs):
+        super().__init__(**kwargs)
+        check_choice("activation", activation, ACTIVATIONS)
+        self.steps, self.activation = steps, activation
+        self.score = layers.Dense(steps)
+
+    def call(self, x, mask=None, return_weights: bool = False):
+        # x (B, T, d), mask (B, T) True on real tokens
+        check_sequence_shapes("TimestepAttention", x, mask, steps=self.steps)
+        scores = self.score(ops.transpose(x, (0, 2, 1)))              # (B, d, T): per feature, over time
+        m = None if mask is None else ops.expand_dims(mask, 1)        # (B, 1, T)
+        weights = ops.mean(_weights(scores, self.activation, mask=m), axis=1)   # (B, T)
+        out = x * ops.expand_dims(weights, -1)
+        return (out, weights) if return_weights else out
+
+    def get_config(self):
+        return {**super().get_config(), "steps": self.steps, "activation": self.activation}
+
+
+class AttentionPooling(_Block):
+    """Attention pooling over time (feed-forward attention, Raffel & Ellis 2015; Yang et al. 2016 without a
+    context vector): e_t = tanh(h_t W + b), a = softmax_t(e) (pads masked), context = Σ_t a_t h_t.
+    states (B, T, H), mask (B, T) → context (B, H), weights (B, T)."""
+
+    def __init__(self, hidden: int, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden = hidden
+        self.score = layers.Dense(1)
+
+    def call(self, states, mask=None, return_weights: bool = False):
+        check_sequence_shapes("AttentionPooling", states, mask, features=self.hidden)
+        e = ops.tanh(self.score(states))[..., 0]                      # (B, T)
+        weights = masked_softmax(ops.expand_dims(e, 1), mask)[:, 0]   # (B, T), sums to 1 over the real steps
+        context = ops.sum(ops.expand_dims(weights, -1) * states, axis=1)   # (B, H)
+        return (context, weights) if return_weights else context
+
+    def get_config(self):
+        return {**super().get_config(), "hidden": self.hidden}
+
+
+class AttentionGRU(_Block):
+    """The attention GRU of Xiong et al. (2016): a GRU whose update gate is replaced by an attention weight
+    g_t given from outside, so the weight decides how much step t rewrites the state:
+    r_t = σ(W_r x_t + U_r h_{t-1}), h̃_t = tanh(W x_t + r_t ∘ U h_{t-1}), h_t = g_t h̃_t + (1 - g_t) h_{t-1}.
+    facts (B, T, d), gates (B, T) → the last state (B, H)."""
+
+    def __init__(self, input_size: int, hidden: int, **kwargs):
+        super().__init__(**kwargs)
+        self.input_size, self.hidden = input_size, hidden
+        self.W_r, self.U_r = layers.Dense(hidden), layers.Dense(hidden)
+        self.W, self.U = layers.Dense(hidden), layers.Dense(hidden)
+
+    def call(self, facts, gates):
+        check_sequence_shapes("AttentionGRU", facts, gates, mask_name="gates")
+        xr, xh = self.W_r(facts), self.W(facts)                       # (B, T, H) each, for every step at once
+        h = ops.zeros((ops.shape(facts)[0], self.hidden), dtype=facts.dtype)
+        for t in range(facts.shape[1]):                               # T is static: a short unrolled loop
+            r = ops.sigmoid(xr[:, t] + self.U_r(h))
+            candidate = ops.tanh(xh[:, t] + r * self.U(h))
+            g = gates[:, t, None]                                     # (B, 1)
+            h = g * candidate + (1 - g) * h
+        return h                                                      # (B, H)
+
+    def get_config(self):
+        return {**super().get_config(), "input_size": self.input_size, "hidden": self.hidden}
+
+
+class NERTagger(_Model):
+    """The BiLSTM tagger of Part A: embedding → [attention] → dropout → BiLSTM → a softmax over the tags at
+    every timestep (the logits; the loss applies the softmax).
+
+    ``attention``: None (the baseline), "feature", "feature_single" (weights averaged over time) or "timestep"
+    (needs ``max_len``, the fixed length); ``activation``: "softmax" or "linear".
+    x (B, T) word ids → logits (B, T, n_tags) [, attention weights].
+    """
+
+    def __init__(self, vocab: int, n_tags: int, embed: int = 50, hidden: int = 100, attention: str | None = None,
+                 activation: str = "softmax", max_len: int | None = None, dropout: float = 0.1,
+                 recurrent_dropout: float = 0.1, **kwargs):
+        super().__init__(**kwargs)
+        check_choice("attention", attention, NER_ATTENTION)
+        if attention == "timestep" and max_len is None:
+            raise ConfigError("timestep-wise attention needs max_len: its Dense layer is max_len × max_len")
+        self.embed = layers.Embedding(vocab, embed)
+        if attention == "timestep":
+            self.attention = TimestepAttention(max_len, activation)
+        elif attention is not None:
+            self.attention = FeatureAttention(embed, activation, single=attention == "feature_single")
+        else:
+            self.attention = None
+        self.drop = layers.Dropout(dropout)
+        self.rnn = VariationalLSTM(embed, hidden, bidirectional=True, recurrent_dropout=recurrent_dropout)
+        self.out = layers.Dense(n_tags)
+
+    def call(self, x, return_weights: bool = False):
+        h = self.embed(x)                                             # (B, T, d)
+        weights = None
+        if self.attention is not None:
+            h, weights = self.attention(h, return_weights=True)       # (B, T, d), (B, T, d) or (B, T)
+        logits = self.out(self.rnn(self.drop(h)))                     # (B, T, 2H) → (B, T, n_tags)
+        return (logits, weights) if return_weights else logits
+
+
+class SentimentClassifier(_Model):
+    """The sentence classifier of Part B: embedding → LSTM (dropout, recurrent dropout) → pooling → 2 logits
+    (a two-way softmax, equivalent to one sigmoid output).
+
+    ``pooling``: "last" (the last state; sequences are padded on the left), "attention" (``AttentionPooling``)
+    or "attention_gru" (the pooling weights drive an ``AttentionGRU`` whose last state is the summary).
+    ``embed_init``: draw the embeddings from U(-embed_init, embed_init) instead of the framework's default
+    (Keras: U(-0.05, 0.05); PyTorch: N(0, 1)).
+    x (B, T) ids, mask (B, T) True on real tokens (None: attend to pads too) → logits (B, 2) [, weights (B, T)].
+    """
+
+    def __init__(self, vocab: int, embed: int = 32, hidden: int = 100, pooling: str = "last",
+                 dropout: float = 0.3, recurrent_dropout: float = 0.2, embed_init: float | None = None, **kwargs):
+        super().__init__(**kwargs)
+        check_choice("pooling", pooling, POOLING)
+        self.pooling = pooling
+        init = "uniform" if embed_init is None else keras.initializers.RandomUniform(-embed_init, embed_init)
+        self.embed = layers.Embedding(vocab, embed, embeddings_initializer=init)   # Keras' default: U(-0.05, 0.05)
+        self.rnn = VariationalLSTM(embed, hidden, dropout=dropout, recurrent_dropout=recurrent_dropout)
+        self.pool = AttentionPooling(hidden) if pooling != "last" else None
+        self.agru = AttentionGRU(hidden, hidden) if pooling == "attention_gru" else None
+        self.out = layers.Dense(2)
+
+    def call(self, x, mask=None, return_weights: bool = False):
+        states = self.rnn(self.embed(x))                              # (B, T, H)
+        weights = None
+        if self.pooling == "last":
+            summary = states[:, -1]                                   # (B, H)
+        else:
+            summary, weights = self.pool(states, mask=mask, return_weights=True)
+            if self.pooling == "attention_gru":
+                summary = self.agru(states, weights)                  # the weights act as update gates
+        logits = self.out(summary)
+        return (logits, weights) if return_weights else logits
