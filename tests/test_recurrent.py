@@ -490,5 +490,8 @@ def test_score_dots_and_seed_spread_carry_alt_text():
     assert spec["description"] == "dots"
     runs = pd.DataFrame({"model": ["a", "a", "b", "b"], "acc": [0.7, 0.72, 0.75, 0.8]})
     ref = pd.DataFrame({"model": ["a"], "acc": [0.77], "label": ["reference"]})
-    spec = ac.viz.seed_spread(runs, x="acc", y="model", reference=ref, title="t", description="seeds").to_dict()
+    spec = ac.viz.seed_spread(runs, x="acc", y="model", reference=ref, title="Accuracy over seeds",
+                              x_title="validation accuracy", description="seeds").to_dict()
     assert spec["description"] == "seeds" and len(spec["layer"]) == 4
+    assert spec["title"] == "Accuracy over seeds"                   # the chart's title, not the axis title
+    assert spec["layer"][1]["encoding"]["x"]["title"] == "validation accuracy"

@@ -105,19 +105,19 @@ def seed_spread(data, *, x: str, y: str, title: str, description: str, x_title: 
     import altair as alt
 
     base = alt.Chart(data)
-    title = x_title or x
+    axis_title = x_title or x
     yy = alt.Y(f"{y}:N", title=None, sort=None)
     dots = base.mark_circle(size=60, opacity=0.75).encode(
-        x=alt.X(f"{x}:Q", title=title, scale=alt.Scale(zero=False)), y=yy,
+        x=alt.X(f"{x}:Q", title=axis_title, scale=alt.Scale(zero=False), axis=alt.Axis(tickCount=8)), y=yy,
         color=alt.Color(f"{color or y}:N", legend=None), tooltip=list(data.columns))
     spread = base.mark_errorbar(extent="stdev", thickness=2, color="gray").encode(
-        x=alt.X(f"{x}:Q", title=title), y=yy)
+        x=alt.X(f"{x}:Q", title=axis_title), y=yy)
     mean = base.mark_tick(thickness=3, size=22, color="black").encode(
-        x=alt.X(f"mean({x}):Q", title=title), y=yy,
+        x=alt.X(f"mean({x}):Q", title=axis_title), y=yy,
         tooltip=[f"{y}:N", alt.Tooltip(f"mean({x}):Q", format=".4f", title="mean"),
                  alt.Tooltip(f"stdev({x}):Q", format=".4f", title="standard deviation")])
     layers = [spread, dots, mean]
     if reference is not None:
         layers.append(alt.Chart(reference).mark_point(shape="diamond", size=140, color="crimson", filled=True)
-                      .encode(x=alt.X(f"{x}:Q", title=title), y=yy, tooltip=list(reference.columns)))
+                      .encode(x=alt.X(f"{x}:Q", title=axis_title), y=yy, tooltip=list(reference.columns)))
     return alt.layer(*layers).properties(title=title, width=420, description=description)
