@@ -346,6 +346,14 @@ def test_committed_results_table_is_the_scripts_rendering_of_the_json(run):
         assert len(res["ner"]["models"]) == 6
 
 
+def test_the_script_parses_model_names_with_commas():
+    parse = _script().parse_models
+    assert parse("last state,attention") == ["last state", "attention"]
+    assert parse(",".join(_script().SENTIMENT_MODELS)) == list(_script().SENTIMENT_MODELS)   # the default
+    with pytest.raises(ValueError, match="unknown sentiment models"):
+        parse("last state, attention")
+
+
 def test_sentiment_split_pads_on_the_left_with_a_train_only_vocabulary():
     data = ac.data.prepare_sentiment(seed=3)
     assert data["X"].shape == (2000, 32) and len(data["val"]) == 400 and len(data["train"]) == 1600

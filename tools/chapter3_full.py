@@ -35,6 +35,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shlex
 import sys
 import time
@@ -220,6 +221,8 @@ def markdown(res: dict) -> str:
     if res["config"].get("embed_init") is not None:
         x = res["config"]["embed_init"]
         lines += [f"Sentiment embeddings drawn from U(-{x}, {x}) instead of the framework's default.", ""]
+    if "sentiment" not in res:                                   # absent when run with --skip-sentiment
+        return "\n".join(lines) + "\n"
     lines += [f"## Sentiment ({res['config']['sentiment_epochs']} epochs, seeds {res['config']['seeds']})", "",
               "| model | val accuracy mean ± std | pad mass | focus ratio |", "|---|---|---|---|"]
     for name in SENTIMENT_MODELS:
@@ -255,6 +258,16 @@ def ner_markdown(res: dict) -> list[str]:
                     ""]
 
 
+def parse_models(text: str) -> list[str]:
+    """``"last state,attention, no mask"`` → ``["last state", "attention, no mask"]``: names are separated by a
+    comma without a space, since "attention, no mask" has a comma of its own."""
+    models = re.split(r",(?! )", text)
+    unknown = [m for m in models if m not in SENTIMENT_MODELS]
+    if unknown:
+        raise ValueError(f"unknown sentiment models {unknown}; choose from {list(SENTIMENT_MODELS)}")
+    return models
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--framework", choices=["pytorch", "keras"], default="pytorch")
@@ -264,17 +277,19 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--smoke", action="store_true", help="tiny subsets, one epoch, results under /tmp")
     parser.add_argument("--skip-ner", action="store_true", help="the sentiment part only (no NER section)")
+    parser.add_argument("--skip-sentiment", action="store_true", help="the NER part only (no sentiment section)")
     parser.add_argument("--models", default=",".join(SENTIMENT_MODELS),
-                        help="the sentiment models to train, comma-separated (default: all four)")
+                        help="the sentiment models to train, separated by a comma without a space, as in "
+                             "'last state,attention, no mask' (default: all four)")
     parser.add_argument("--embed-init", type=float, default=None,
                         help="draw the sentiment models' embeddings from U(-x, x) (default: the framework's own)")
     parser.add_argument("--out", type=Path, default=None,
                         help=f"folder for results.json and results.md (default: {OUT.relative_to(ROOT)})")
     args = parser.parse_args()
-    models = [m.strip() for m in args.models.split(",")]
-    unknown = set(models) - set(SENTIMENT_MODELS)
-    if unknown:
-        parser.error(f"unknown sentiment models {sorted(unknown)}; choose from {list(SENTIMENT_MODELS)}")
+    try:
+        models = parse_models(args.models)
+    except ValueError as err:
+        parser.error(str(err))
     os.environ.setdefault("COURSE_PROGRESS", "0")
     out_dir = args.out or (Path("/tmp/chapter3_smoke") if args.smoke else OUT)
     fw = Framework(args.framework, args.threads)
@@ -297,9 +312,10 @@ def main() -> None:
         res["versions"].update(keras=keras.__version__, tensorflow=tf.__version__)
     out_dir.mkdir(parents=True, exist_ok=True)
     partial = out_dir / "partial.json"                      # after each part, in case the run is cut short
-    res["sentiment"] = run_sentiment(fw, config["seeds"], config["sentiment_epochs"], config["sentiment_batch"],
-                                     config["sentiment_lr"], models, args.embed_init)
-    partial.write_text(json.dumps(res, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    if not args.skip_sentiment:
+        res["sentiment"] = run_sentiment(fw, config["seeds"], config["sentiment_epochs"],
+                                         config["sentiment_batch"], config["sentiment_lr"], models, args.embed_init)
+        partial.write_text(json.dumps(res, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     if not args.skip_ner:
         data = ac.data.prepare_ner(config["ner_max_len"], n_train=400 if args.smoke else None,
                                    n_test=200 if args.smoke else None)
