@@ -10,9 +10,10 @@ pads, attention on sentiment words.
 
     COURSE_DATA_DIR=/path/to/data nice -n 19 .venv/bin/python tools/chapter3_full.py --framework pytorch
 
-The committed results came from four runs, each recorded with its command in its results.json:
+The committed results came from five runs, each recorded with its command in its results.json:
 
     tools/chapter3_full.py --framework pytorch --threads 1                     # results/: NER and sentiment
+    tools/chapter3_full.py --framework keras --threads 2 --skip-sentiment --out results/keras-ner
     tools/chapter3_full.py --framework keras --threads 1 --skip-ner --out results/keras-sentiment
     tools/chapter3_full.py --framework pytorch --threads 1 --skip-ner --models 'last state,attention' \
         --embed-init 0.05 --out results/pytorch-embed-init-0.05               # Keras' embedding initialiser
