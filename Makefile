@@ -3,6 +3,9 @@
 #   make test        everything: lint, unit/property/parity tests, book (-W), nbval, browser test
 #   make lab         JupyterLab on the book
 #   make assignment CHAPTERS=1,3   student notebooks, answer key and a book edition under assignments/
+#   make bench       timed comparisons of every chapter → attention_course/benchmarks/<machine>.json (not part of make test)
+#   make robustness  every chapter, quick profile, both frameworks, 5 seeds: which claims fail (not in make test)
+#   make colab-check the notebooks in an environment pinned to Colab's versions (constraints/colab.txt)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -16,7 +19,11 @@ ifneq ($(wildcard $(SHARED_DATA)/SOURCES.md),)
 export COURSE_DATA_DIR ?= $(SHARED_DATA)
 endif
 
-.PHONY: env book test lab assignment vendor system clean
+# The book never shows progress bars (they are for a live kernel).
+export COURSE_PROGRESS ?= 0
+NBVAL := --nbval-lax --nbval-current-env --nbval-cell-timeout=900
+
+.PHONY: env book test lab assignment vendor system clean bench robustness colab-check
 
 env: $(STAMP)
 
@@ -37,17 +44,30 @@ book: $(STAMP) vendor
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	@echo "Book built: $(abspath _build/html/index.html)"
 
+# Each notebook runs once: nbval executes it (with the unit tests, on two workers: a notebook file stays on one
+# worker), tools/notebook_cache.py stores the executed copy in the book's execution cache, the book build
+# renders it from there, then the browser test reads the built book.
 test: export COURSE_SCALE = quick
 test: $(STAMP) system
 	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -n 2 --dist loadfile -p tools.notebook_cache -m "not browser" $(NBVAL) tests book
 	$(MAKE) --no-print-directory book
-	$(BIN)/python -m pytest --nbval-lax --nbval-current-env --nbval-cell-timeout=900 tests book
+	$(BIN)/python -m pytest -m browser tests
+
+bench: $(STAMP)    ## timed comparisons → attention_course/benchmarks/<machine>.json (commit it; the chapters quote it)
+	$(BIN)/python tools/bench.py
+
+robustness: $(STAMP)   ## every chapter, quick profile, both frameworks, seeds 0-4; prints the failed claims
+	$(BIN)/python tools/robustness.py $(if $(SEEDS),--seeds $(SEEDS)) $(if $(filter-out all,$(CHAPTERS)),--chapters $(CHAPTERS))
+
+colab-check:         ## the notebooks with Colab's package versions (constraints/colab.txt), one framework each
+	bash tools/colab_check.sh
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab book/
 
 assignment: $(STAMP)
-	$(BIN)/course-assign --chapters $(CHAPTERS) --out assignments
+	$(BIN)/course-assign --chapters $(CHAPTERS) --out assignments --force
 
 clean:
 	rm -rf _build assignments .pytest_cache

@@ -10,14 +10,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .report import glue
-from .setup import setup
+from .session import setup
 
 __version__ = "0.1.0"
 __all__ = ["setup", "glue", "__version__"]
 
 _LAZY = {
     "scale", "frameworks", "data", "text", "train", "viz", "widgets", "metrics", "checks", "assign",
-    "torch", "keras", "errors", "parity",
+    "torch", "keras", "errors", "parity", "session",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
         metrics,
         parity,
         scale,
+        session,
         text,
         torch,
         train,

@@ -1,10 +1,24 @@
-"""Silence C-level log noise (TensorFlow's start-up messages) while a framework is imported."""
+"""Framework log noise, silenced in one place: environment variables and warning filters set before
+TensorFlow is imported, and TensorFlow's C-level start-up messages while it is imported."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import sys
+
+
+def quiet_frameworks() -> None:
+    """Silence framework log noise (TensorFlow's C++ logs, deprecation warnings); call before importing
+    TensorFlow. The notebooks (through ``ac.setup``), the tests and the tools all call this one function."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    os.environ.setdefault("PYTHONWARNINGS", "ignore::DeprecationWarning")
+    import warnings
+
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", message=".*np.find_common_type.*")
 
 
 @contextlib.contextmanager
@@ -29,8 +43,7 @@ def native_stderr_silenced():
 
 def import_keras():
     """Import Keras on the TensorFlow backend without TensorFlow's start-up chatter; returns ``keras``."""
-    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    quiet_frameworks()
     if "tensorflow" not in sys.modules:
         with native_stderr_silenced():
             import tensorflow  # noqa: F401

@@ -5,21 +5,31 @@
 chapters, full versions with solutions, for the instructor's own site), and
 ``run_until_first_exercise`` checks that a student copy runs up to its first exercise stub.
 
-CLI: ``course-assign --chapters 1,3 --out assignments/ [--book book] [--root .]``.
+CLI: ``course-assign --chapters 1,3 --out assignments/ [--book book] [--root .] [--force]``.
+
+The export never leaves a half-written folder and never overwrites what it did not write: every notebook is
+transformed (markers checked) before anything is written, the export is written into a temporary folder next
+to ``--out`` and moved into place at the end. An existing non-empty ``--out`` is refused unless ``--force`` is
+given *and* it is a previous export (it holds the marker file ``.course-assign``); the repository root (or a
+folder above it) and any folder inside the book are refused whatever the flags.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import os
 import re
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
 import yaml
 from nbformat import NotebookNode
+
+from .errors import CourseError
 
 STUB = 'raise NotImplementedError("Exercise: write your solution here")'
 _CODE_BEGIN = re.compile(r"^(\s*)#+\s*BEGIN SOLUTION\s*$")
@@ -30,10 +40,12 @@ _CHAPTER_DIR = re.compile(r"^(\d+)-")
 _SKIPPED = (".ipynb_checkpoints", "__pycache__", "_build", ".DS_Store")
 _IGNORE = shutil.ignore_patterns(*_SKIPPED)
 _IMAGES = {".png", ".svg", ".jpg", ".jpeg", ".gif", ".ico"}
+MARKER = ".course-assign"  # written into every export: --force replaces only folders that hold it
+_EXPORT_ENTRIES = {"student", "key", "edition", "README.md", MARKER}
 
 
-class AssignError(ValueError):
-    """Bad markers, an unknown chapter or a malformed chapter spec."""
+class AssignError(CourseError, ValueError):
+    """Bad markers, an unknown chapter, a malformed chapter spec or an output folder that is not safe to use."""
 
 
 def _rewrite(source: str, begin: re.Pattern, end: re.Pattern, keep: bool, stub: bool, where: str) -> str:
@@ -103,12 +115,15 @@ def parse_chapters(spec: str | list[int]) -> list[int] | str:
     if spec.strip().lower() == "all":
         return "all"
     chosen: set[int] = set()
-    try:
-        for part in filter(None, (p.strip() for p in spec.split(","))):
-            lo, _, hi = part.partition("-")
-            chosen.update(range(int(lo), int(hi or lo) + 1))
-    except ValueError:
-        raise AssignError(f"bad chapter spec {spec!r}; use e.g. '1,3', '1-3' or 'all'") from None
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        lo, _, hi = part.partition("-")
+        try:
+            first, last = int(lo), int(hi or lo)
+        except ValueError:
+            raise AssignError(f"bad chapter spec {spec!r}; use e.g. '1,3', '1-3' or 'all'") from None
+        if last < first:
+            raise AssignError(f"chapter range {part!r} runs backwards; write '{last}-{first}'")
+        chosen.update(range(first, last + 1))
     if not chosen:
         raise AssignError(f"empty chapter spec {spec!r}")
     return sorted(chosen)
@@ -179,15 +194,77 @@ def _unlink_missing_chapters(book: Path, kept: set[str]) -> None:
             page.write_text(new, encoding="utf-8")
 
 
+def _is_export(folder: Path) -> bool:
+    """True for a folder written by :func:`export`: it holds the marker file, or (exports made before the
+    marker existed) only ``student``, ``key``, ``edition`` and a ``README.md`` written by the export."""
+    if (folder / MARKER).is_file():
+        return True
+    readme = folder / "README.md"
+    return ({p.name for p in folder.iterdir()} <= _EXPORT_ENTRIES and readme.is_file()
+            and readme.read_text(encoding="utf-8", errors="replace").startswith("# Course assignments"))
+
+
+def _check_out(out: Path, root: Path, book: Path, force: bool) -> None:
+    """Refuse an output folder where the export would destroy or corrupt files (see the module docstring)."""
+    if root.is_relative_to(out):
+        raise AssignError(f"refusing to write the export into {out}: it is the repository root or contains it; "
+                          "choose a new folder, e.g. --out assignments")
+    if out.is_relative_to(book):
+        raise AssignError(f"refusing to write the export into {out}: it lies inside the book {book} (the export "
+                          "would copy the chapters into themselves); choose a folder outside it, e.g. --out "
+                          "assignments")
+    if out.exists() and not out.is_dir():
+        raise AssignError(f"--out {out} is a file, not a folder; choose a folder")
+    if out.is_dir() and any(out.iterdir()):
+        if not force:
+            raise AssignError(f"--out {out} already exists and is not empty; choose a new folder, or pass --force "
+                              "(force=True) to replace a previous export")
+        if not _is_export(out):
+            raise AssignError(f"--out {out} is not empty and is not a previous export (it has no {MARKER} file): "
+                              "--force only replaces exports; move its files away or choose another folder")
+
+
+def _transform_all(chosen: list[int], available: dict[int, Path]) -> dict[Path, tuple[NotebookNode, NotebookNode]]:
+    """Every notebook of the chosen chapters -> (student copy, answer key), all checked before anything is
+    written (a notebook that is not valid JSON or has unbalanced markers raises :class:`AssignError`)."""
+    done = {}
+    for c in chosen:
+        for nb_path in _notebooks(available[c]):
+            try:
+                nb = nbformat.read(nb_path, as_version=4)
+            except Exception as err:  # noqa: BLE001 - nbformat raises many kinds for a damaged file
+                raise AssignError(f"{nb_path} is not a readable notebook ({type(err).__name__}: {err})") from err
+            done[nb_path] = (strip_solutions(nb, name=str(nb_path)), answer_key(nb, name=str(nb_path)))
+    return done
+
+
+def _move_into_place(tmp: Path, out: Path) -> None:
+    """Rename the finished export ``tmp`` to ``out``; an existing ``out`` (empty, or a previous export) is
+    renamed away first and deleted only once the new export is in place."""
+    if not out.exists():
+        os.replace(tmp, out)
+        return
+    old = tmp.with_name(tmp.name + ".old")
+    os.replace(out, old)
+    try:
+        os.replace(tmp, out)
+    except BaseException:
+        os.replace(old, out)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
 def export(chapters: list[int] | str, out_dir: str | Path, book_dir: str | Path = "book",
-           repo_root: str | Path = ".") -> dict:
+           repo_root: str | Path = ".", force: bool = False) -> dict:
     """Write ``student/``, ``key/`` and ``edition/`` (plus ``README.md``) under ``out_dir``.
 
-    ``book_dir`` is relative to ``repo_root`` unless absolute. The ``student``, ``key`` and
-    ``edition`` folders of ``out_dir`` are replaced. Student and key folders also get the
-    chapter's other files (images, small data) so that the notebooks run. The edition holds the
-    *full* chapters (solutions included) for the instructor's own site. Returns the paths
-    written: ``{"chapters", "student", "key", "edition", "readme"}``.
+    ``book_dir`` is relative to ``repo_root`` unless absolute. ``out_dir`` must not exist or be empty; with
+    ``force=True`` it may also be a previous export, which is then replaced. It may not be the repository root,
+    a folder above it, or a folder inside the book. Everything is checked first and written into a temporary
+    folder, moved into place at the end: on any error nothing changes. Student and key folders also get the
+    chapter's other files (images, small data) so that the notebooks run. The edition holds the *full*
+    chapters (solutions included) for the instructor's own site. Returns the paths written:
+    ``{"chapters", "student", "key", "edition", "readme"}``.
     """
     root, out = Path(repo_root).resolve(), Path(out_dir).resolve()
     book = (root / book_dir).resolve()
@@ -198,21 +275,43 @@ def export(chapters: list[int] | str, out_dir: str | Path, book_dir: str | Path 
         raise AssignError(f"the book folder {book} must lie inside the repository root {root}")
     if not available:
         raise AssignError(f"no chapter folders (<NN>-<slug>) in {book}")
+    if not chosen:
+        raise AssignError(f"no chapters chosen; available: {sorted(available)}")
     if unknown := [c for c in chosen if c not in available]:
         raise AssignError(f"unknown chapter(s) {unknown}; available: {sorted(available)}")
-    for sub in ("student", "key", "edition"):
-        shutil.rmtree(out / sub, ignore_errors=True)
+    _check_out(out, root, book, force)
+    notebooks = _transform_all(chosen, available)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    except OSError as err:
+        raise AssignError(f"cannot create the export next to {out} ({type(err).__name__}: {err})") from err
+    try:
+        written = _write(tmp, chosen, available, notebooks, root, book)
+        (tmp / MARKER).write_text("Written by course-assign: `course-assign --force` may replace this folder.\n")
+        _move_into_place(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    for kind in ("student", "key"):
+        written[kind] = [out / p.relative_to(tmp) for p in written[kind]]
+    for kind in ("edition", "readme"):
+        written[kind] = out / written[kind].relative_to(tmp)
+    return written
+
+
+def _write(out: Path, chosen: list[int], available: dict[int, Path],
+           notebooks: dict[Path, tuple[NotebookNode, NotebookNode]], root: Path, book: Path) -> dict:
+    """Write the export into the empty folder ``out``; return the paths written (see :func:`export`)."""
     written: dict = {"chapters": chosen, "student": [], "key": []}
     for c in chosen:
         folder = available[c]
-        for kind, fn in (("student", strip_solutions), ("key", answer_key)):
+        for index, kind in enumerate(("student", "key")):
             dest = out / kind / folder.name
             shutil.copytree(folder, dest, ignore=shutil.ignore_patterns("*.ipynb", *_SKIPPED))
             for nb_path in _notebooks(folder):
                 target = dest / nb_path.relative_to(folder)
-                nb = fn(nbformat.read(nb_path, as_version=4), name=str(nb_path))
                 target.parent.mkdir(parents=True, exist_ok=True)
-                nbformat.write(nb, target)
+                nbformat.write(notebooks[nb_path][index], target)
                 written[kind].append(target)
     edition = written["edition"] = out / "edition"
     book_rel = book.relative_to(root).as_posix()
@@ -312,9 +411,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True, help="output folder, e.g. assignments/")
     p.add_argument("--book", default="book", help="book folder, relative to --root (default: book)")
     p.add_argument("--root", default=".", help="repository root with _config.yml/_toc.yml (default: .)")
+    p.add_argument("--force", action="store_true", help="replace --out if it holds a previous export")
     args = p.parse_args(argv)
     try:
-        res = export(parse_chapters(args.chapters), args.out, args.book, args.root)
+        res = export(parse_chapters(args.chapters), args.out, args.book, args.root, force=args.force)
     except AssignError as err:
         print(f"course-assign: error: {err}", file=sys.stderr)
         return 2

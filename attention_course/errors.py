@@ -6,6 +6,10 @@ from __future__ import annotations
 class CourseError(Exception):
     """Base class of the course's own errors."""
 
+    # Keras re-raises an error that has this attribute as it is, without wrapping its message in "Exception
+    # encountered when calling <layer>.call() … Arguments received by …": the same message in both frameworks.
+    _keras_call_info_injected = True
+
 
 class ShapeError(CourseError, ValueError):
     """Tensors whose shapes do not fit together; the message names the shapes."""
@@ -13,6 +17,11 @@ class ShapeError(CourseError, ValueError):
 
 class ConfigError(CourseError, ValueError):
     """An unknown profile, framework or option."""
+
+
+class InputError(CourseError, ValueError):
+    """An input whose type, dtype or values a layer cannot take (a mask that is not 0/1, token ids outside the
+    vocabulary, integer queries, every target ignored); the message names the argument, the rule and the values."""
 
 
 def shape_of(x) -> tuple:
@@ -84,3 +93,27 @@ def check_sequence_shapes(name: str, x, mask=None, features: int | None = None, 
     if mask is not None and shape_of(mask) != s[:2]:
         raise ShapeError(f"{name}: the {mask_name} must be (batch, T) = {s[:2]} to fit the input {s}; "
                          f"got {mask_name} {shape_of(mask)}")
+
+
+class EnvError(ConfigError):
+    """An environment variable of the course set to a value it cannot use; the message names the variable,
+    what it expects and the value."""
+
+    @classmethod
+    def positive(cls, name: str, default: float, kind: type = int, what: str = ""):
+        """The environment variable ``name`` as a positive ``int`` or ``float`` (``kind``); ``default`` when it
+        is unset or empty. Raises this error for anything else (``"abc"``, ``"0"``, ``"-1"``, ``"inf"``)."""
+        import math
+        import os
+
+        raw = os.environ.get(name, "").strip()
+        if not raw:
+            return default
+        try:
+            value = kind(raw)
+        except ValueError:
+            value = None
+        if value is None or not math.isfinite(value) or value <= 0:
+            expected = "a positive integer" if kind is int else "a positive number"
+            raise cls(f"{name} must be {expected}{f' ({what})' if what else ''}; got {name}={raw!r}")
+        return value

@@ -4,28 +4,49 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import InputError
+from .validate import check_counted, check_same_shape
 
-def token_accuracy(pred: np.ndarray, target: np.ndarray, pad: int = 0) -> float:
-    """Share of non-pad target positions predicted right. pred, target (n, T)."""
-    keep = target != pad
+
+def _kept(pred, target, pad) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """pred and target as arrays of one shape, and where the target is not ``pad`` (None: everywhere)."""
+    pred, target = np.asarray(pred), np.asarray(target)
+    check_same_shape("pred", pred.shape, target.shape, "target")
+    return pred, target, (target != pad) if pad is not None else np.ones(target.shape, bool)
+
+
+def token_accuracy(pred: np.ndarray, target: np.ndarray, pad: int | None = 0) -> float:
+    """Share of non-pad target positions predicted right. pred, target (n, T) (or (n,)); ``pad=None`` counts
+    every position. No position left to count is an error, not NaN."""
+    pred, target, keep = _kept(pred, target, pad)
+    check_counted(int(keep.sum()), pad)
     return float(((pred == target) & keep).sum() / keep.sum())
 
 
-def per_example_accuracy(pred: np.ndarray, target: np.ndarray, pad: int = 0) -> np.ndarray:
-    """Token accuracy of each example (n,), counting only its non-pad target positions."""
-    keep = target != pad
-    return ((pred == target) & keep).sum(axis=1) / np.maximum(keep.sum(axis=1), 1)
+def per_example_accuracy(pred: np.ndarray, target: np.ndarray, pad: int | None = 0) -> np.ndarray:
+    """Token accuracy of each example (n,), counting only its non-pad target positions (every example needs one)."""
+    pred, target, keep = _kept(pred, target, pad)
+    counts = keep.reshape(len(keep), -1).sum(axis=1)
+    if (counts == 0).any():
+        rows = np.flatnonzero(counts == 0)
+        raise InputError(f"accuracy of no targets: example(s) {rows[:5].tolist()} have every target equal to the "
+                         f"pad id {pad}, so there is nothing to count")
+    return ((pred == target) & keep).reshape(len(keep), -1).sum(axis=1) / counts
 
 
-def sequence_accuracy(pred: np.ndarray, target: np.ndarray, pad: int = 0) -> float:
+def sequence_accuracy(pred: np.ndarray, target: np.ndarray, pad: int | None = 0) -> float:
     """Share of examples whose every non-pad target position is right."""
-    keep = target != pad
-    return float((((pred == target) | ~keep).all(axis=1)).mean())
+    pred, target, keep = _kept(pred, target, pad)
+    check_counted(len(target), pad)
+    return float((((pred == target) | ~keep).reshape(len(keep), -1).all(axis=1)).mean())
 
 
-def accuracy_by_length(pred: np.ndarray, target: np.ndarray, lengths: np.ndarray, pad: int = 0) -> dict[int, float]:
+def accuracy_by_length(pred: np.ndarray, target: np.ndarray, lengths: np.ndarray,
+                       pad: int | None = 0) -> dict[int, float]:
     """Mean per-example token accuracy for each source length: {length: accuracy}."""
     acc = per_example_accuracy(pred, target, pad)
+    lengths = np.asarray(lengths)
+    check_same_shape("lengths", lengths.shape, acc.shape, "one length per example")
     return {int(n): float(acc[lengths == n].mean()) for n in np.unique(lengths)}
 
 

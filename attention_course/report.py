@@ -13,4 +13,11 @@ def glue(name: str, value, fmt: str = "{}") -> None:
         from myst_nb import glue as _glue
     except ImportError:  # Colab, plain Jupyter: the printed line is enough
         return
-    _glue(name, value, display=False)
+    _glue(name, _Text(value) if isinstance(value, str) else value, display=False)
+
+
+class _Text(str):
+    """A string glued as itself: ``{glue:text}`` shows the text/plain form, which for a str is its quoted repr."""
+
+    def __repr__(self) -> str:
+        return str(self)

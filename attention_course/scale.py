@@ -3,7 +3,8 @@
 * ``quick``: CPU, minutes. Small data subsets, few epochs: what CI and Binder run.
 * ``full``: GPU, reproduces the reference results of each chapter.
 
-``COURSE_SCALE=quick|full`` chooses; by default ``full`` when a GPU is visible, else ``quick``.
+``COURSE_SCALE=quick|full`` chooses; the default is ``quick`` everywhere, also on a GPU (Colab's "Run all" must
+finish in minutes): the full profile is an explicit choice (``ac.setup(scale="full")`` or the variable).
 Notebooks ask ``ac.scale.pick(quick=..., full=...)`` for every size that depends on the profile.
 """
 
@@ -36,13 +37,13 @@ def validate(name: str) -> str:
 
 
 def current() -> str:
-    """The active profile: the one set by :func:`use`, else ``COURSE_SCALE``, else by the hardware."""
+    """The active profile: the one set by :func:`use`, else ``COURSE_SCALE``, else ``quick``."""
     if _forced is not None:
         return _forced
     env = os.environ.get("COURSE_SCALE")
     if env:
         return validate(env)
-    return "full" if gpu_visible() else "quick"
+    return "quick"
 
 
 def use(name: str | None) -> str:

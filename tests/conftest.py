@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 
+from attention_course._quiet import quiet_frameworks
+
 ROOT = Path(__file__).resolve().parents[1]
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+quiet_frameworks()
 os.environ.setdefault("COURSE_PROGRESS", "0")
 _offline = ROOT.parent / "shared" / "data"
 if "COURSE_DATA_DIR" not in os.environ and _offline.is_dir():

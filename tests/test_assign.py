@@ -205,3 +205,108 @@ def test_run_until_first_exercise_reports_failures(tmp_path: Path) -> None:
     nbformat.write(new_notebook(cells=[new_code_cell(stub), new_code_cell("x = 1")]), swallowed)
     with pytest.raises(AssertionError, match="never raised"):
         assign.run_until_first_exercise(swallowed, timeout=60)
+
+
+# ---- bad input: nothing lost, nothing half-written -----------------------------------------------------------
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` (relative path -> bytes)."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_parse_chapters_backwards_range() -> None:
+    with pytest.raises(assign.AssignError, match="runs backwards; write '1-3'"):
+        assign.parse_chapters("3-1")
+    with pytest.raises(assign.AssignError, match="no chapters chosen"):
+        assign.export([], "unused", repo_root=Path(__file__).resolve().parents[1])
+
+
+def test_assign_error_is_a_course_error() -> None:
+    from attention_course.errors import CourseError
+
+    assert issubclass(assign.AssignError, CourseError) and issubclass(assign.AssignError, ValueError)
+
+
+def test_marker_typo_leaves_the_previous_export_untouched(repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assign.export([1, 2], out, repo_root=repo)
+    before = snapshot(out)
+    nb_path = repo / "book" / "02-beta" / "beta.ipynb"
+    nb_path.write_text(nb_path.read_text().replace("### END SOLUTION", "### END SOLUTON"))
+    with pytest.raises(assign.AssignError, match=r"beta\.ipynb, cell 3: BEGIN SOLUTION at line 2 has no END"):
+        assign.export([1, 2], out, repo_root=repo, force=True)
+    assert snapshot(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "repo"]  # no temporary folder left
+
+
+def test_failure_while_writing_leaves_nothing(repo: Path, tmp_path: Path, monkeypatch) -> None:
+    def disk_full(nb, target):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(assign.nbformat, "write", disk_full)
+    with pytest.raises(OSError, match="No space"):
+        assign.export([1], tmp_path / "out", repo_root=repo)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["repo"]
+
+
+def test_non_empty_folder_needs_force_and_a_previous_export(repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("my notes")
+    with pytest.raises(assign.AssignError, match="already exists and is not empty.*--force"):
+        assign.export([1], out, repo_root=repo)
+    with pytest.raises(assign.AssignError, match="is not a previous export"):
+        assign.export([1], out, repo_root=repo, force=True)
+    assert snapshot(out) == {"notes.txt": b"my notes"}
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(assign.AssignError, match="is a file"):
+        assign.export([1], tmp_path / "a-file", repo_root=repo, force=True)
+
+
+def test_force_replaces_a_previous_export(repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assign.export([1], empty, repo_root=repo)  # an existing empty folder is fine
+    assign.export([1], out, repo_root=repo)
+    assert (out / assign.MARKER).is_file()
+    res = assign.export([2], out, repo_root=repo, force=True)
+    assert sorted(p.name for p in (out / "student").iterdir()) == ["02-beta"]
+    assert res["readme"] == out / "README.md" and res["student"] == [out / "student" / "02-beta" / "beta.ipynb"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "out", "repo"]
+
+
+def test_force_replaces_an_export_made_before_the_marker(repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assign.export([1], out, repo_root=repo)
+    (out / assign.MARKER).unlink()
+    assign.export([2], out, repo_root=repo, force=True)
+    assert (out / "student" / "02-beta").is_dir() and not (out / "student" / "01-alpha").exists()
+
+
+@pytest.mark.parametrize("where", [".", "..", "book", "book/01-alpha", "book/01-alpha/assignments", "book/new"])
+@pytest.mark.parametrize("force", [False, True])
+def test_refuses_the_repository_and_the_book(repo: Path, where: str, force: bool) -> None:
+    before = snapshot(repo)
+    with pytest.raises(assign.AssignError, match="refusing to write the export"):
+        assign.export([1], repo / where, repo_root=repo, force=force)
+    assert snapshot(repo) == before
+    assert not (repo / "book" / "new").exists()
+
+
+def test_unreadable_notebook(repo: Path, tmp_path: Path) -> None:
+    (repo / "book" / "01-alpha" / "alpha.ipynb").write_text("{ not json")
+    with pytest.raises(assign.AssignError, match=r"alpha\.ipynb is not a readable notebook"):
+        assign.export([1], tmp_path / "out", repo_root=repo)
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_repeated_export_with_force(repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = str(tmp_path / "assignments")
+    assert assign.main(["--chapters", "1", "--out", out, "--root", str(repo)]) == 0
+    assert assign.main(["--chapters", "1", "--out", out, "--root", str(repo)]) == 2
+    assert "--force" in capsys.readouterr().err
+    assert assign.main(["--chapters", "2", "--out", out, "--root", str(repo), "--force"]) == 0
+    assert (tmp_path / "assignments" / "student" / "02-beta" / "beta.ipynb").is_file()
+    assert assign.main(["--chapters", "1", "--out", str(repo), "--root", str(repo), "--force"]) == 2
+    assert "repository root" in capsys.readouterr().err

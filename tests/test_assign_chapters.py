@@ -52,13 +52,25 @@ def test_student_copy_holds_no_solution(exported, nb_path):
 
 @pytest.mark.notebooks
 @pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=lambda p: p.parent.name)
-def test_student_copy_runs_to_the_first_exercise(exported, nb_path, monkeypatch):
-    # one framework is enough to show the copy runs; the full notebook runs in both under nbval
+def test_student_copy_runs_to_the_first_exercise(exported, nb_path, monkeypatch, tmp_path):
+    # Up to its first exercise the student copy is the chapter itself, which nbval runs in full in both
+    # frameworks: check that, then run the exercise (set-up cells, stub, check) in a fresh kernel. Running
+    # the whole copy again would execute every chapter a second time in `make test`.
+    import nbformat
+
     monkeypatch.setenv("COURSE_FRAMEWORKS", os.environ.get("COURSE_ASSIGN_FRAMEWORK", "keras"))
     monkeypatch.setenv("COURSE_SCALE", "quick")
-    student = exported / "student" / nb_path.parent.name / nb_path.name
-    first_stub = assign.run_until_first_exercise(student, timeout=600)
-    assert first_stub > 0
+    student = nbformat.read(exported / "student" / nb_path.parent.name / nb_path.name, as_version=4)
+    original = nbformat.read(nb_path, as_version=4)
+    code = [i for i, c in enumerate(student.cells) if c.cell_type == "code"]
+    first = next(i for i in code if assign.STUB in student.cells[i].source)
+    assert [c.source for c in student.cells[:first]] == [c.source for c in original.cells[:first]]
+    check = next(i for i in code if i > first)
+    assert "ac.checks." in student.cells[check].source
+    exercise = nbformat.v4.new_notebook(cells=[student.cells[i] for i in (*code[:2], first, check)],
+                                        metadata=student.metadata)
+    nbformat.write(exercise, tmp_path / nb_path.name)
+    assert assign.run_until_first_exercise(tmp_path / nb_path.name, timeout=600) == 2
 
 
 def _toc_files(node):
@@ -91,3 +103,14 @@ def test_edition_is_a_complete_book(tmp_path):
     intro = (edition / "book" / "intro.md").read_text()
     linked = set(re.findall(r"\{doc\}`[^`<]+<(\d+-[^/>]+)/", intro))
     assert linked == {first}, f"the edition's intro links only to its own chapters, not {linked - {first}}"
+
+
+@pytest.mark.parametrize("where", [".", "book", NOTEBOOKS[0].parent.relative_to(ROOT).as_posix() + "/assignments"])
+def test_export_refuses_the_repository_and_the_book(where):
+    """``--out .`` would replace the README, ``--out`` in a chapter would copy the chapter into itself."""
+    target = ROOT / where
+    existed = target.exists()
+    with pytest.raises(assign.AssignError, match="refusing to write the export"):
+        assign.export([int(NOTEBOOKS[0].parent.name[:2])], target, book_dir=ROOT / "book", repo_root=ROOT,
+                      force=True)
+    assert target.exists() == existed

@@ -11,6 +11,7 @@ import dataclasses
 import io
 import os
 import threading
+import time
 import zipfile
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,7 +21,7 @@ import pytest
 
 from attention_course import data
 from attention_course.data import download, registry
-from attention_course.errors import ConfigError, CourseError
+from attention_course.errors import ConfigError, CourseError, EnvError
 
 ALL_FILES = [(n, f) for n in data.names() for f in data.get(n).files]
 
@@ -87,6 +88,27 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)  # if declared > len(body), the connection then closes early
         self.wfile.flush()
+        self.close_connection = True
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+class _TrickleHandler(BaseHTTPRequestHandler):
+    """Declares 1000 bytes, then sends one every 0.2 s, for 10 s at most (a server too slow to finish)."""
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server API)
+        self.send_response(200)
+        self.send_header("Content-Length", "1000")
+        self.end_headers()
+        stop = time.monotonic() + 10
+        try:
+            while time.monotonic() < stop:
+                self.wfile.write(b"x")
+                self.wfile.flush()
+                time.sleep(0.2)
+        except OSError:  # the client gave up
+            pass
         self.close_connection = True
 
     def log_message(self, *args) -> None:
@@ -288,9 +310,9 @@ def _corrupt_copy(root: Path, real: Path | None) -> Path:
     return target
 
 
-def test_wrong_checksum_rejected_and_removed(real_root, tmp_cache, monkeypatch):
+def test_wrong_checksum_moved_aside_not_deleted(real_root, tmp_cache, monkeypatch):
     target = _corrupt_copy(tmp_cache, real_root)
-    actual = download.sha256sum(target)
+    body, actual = target.read_bytes(), download.sha256sum(target)
     expected = data.get("sentiment").files["readme.txt"].sha256
     assert data.verify("sentiment").checks[-1].status == "mismatch"  # verify only reports...
     assert target.exists()  # ...and does not delete
@@ -298,28 +320,71 @@ def test_wrong_checksum_rejected_and_removed(real_root, tmp_cache, monkeypatch):
     with pytest.raises(data.ChecksumError) as info:
         data.fetch("sentiment", "readme.txt")
     msg = str(info.value)
-    assert str(target) in msg and expected in msg and actual in msg
-    assert "removed" in msg
-    assert not target.exists()
-    assert _files_under(tmp_cache) == []
+    aside = target.with_name(f"readme.txt.mismatch-{actual[:12]}")
+    assert str(target) in msg and expected in msg and actual in msg and str(aside) in msg
+    assert "Nothing was deleted" in msg and "downloads a fresh copy" in msg
+    assert not target.exists() and aside.read_bytes() == body  # moved aside, every byte kept
+    assert data.download.mismatch_path(target, actual) == aside
+
+
+def test_wrong_checksum_of_a_manual_file_is_kept(tmp_cache, monkeypatch):
+    """The Kaggle NER csv cannot be downloaded again: a mismatch must not cost the learner the file."""
+    target = tmp_cache / "ner-gmb-kaggle" / "ner_dataset.csv"
+    target.parent.mkdir()
+    target.write_bytes(b"Sentence #,Word,POS,Tag\r\nSentence: 1,Hi,UH,O\r\n")
+    actual = download.sha256sum(target)
+    monkeypatch.setattr(download, "_download", _must_not_download)
+    with pytest.raises(data.ChecksumError) as info:
+        data.load_ner()
+    msg = str(info.value)
+    aside = target.with_name(f"ner_dataset.csv.mismatch-{actual[:12]}")
+    assert aside.is_file() and download.sha256sum(aside) == actual and not target.exists()
+    assert actual in msg and data.get("ner-gmb").files["ner_dataset.csv"].sha256 in msg and str(aside) in msg
+    assert "cannot be downloaded automatically" in msg and "kaggle.com" in msg
+    assert "downloads a fresh copy" not in msg  # no false promise
+    with pytest.raises(data.DataUnavailableError):  # the next call says where to put the right file
+        data.load_ner()
+    assert aside.is_file()
 
 
 def test_wrong_checksum_read_only_folder(tmp_cache, monkeypatch):
     target = _corrupt_copy(tmp_cache, None)
-    real_unlink = Path.unlink
+    real_replace = os.replace
 
-    def refuse(self, *args, **kwargs):
-        if self == target:
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_unlink(self, *args, **kwargs)
+    def refuse(src, dst, *args, **kwargs):
+        if Path(src) == target:
+            raise PermissionError(13, "Permission denied", str(src))
+        return real_replace(src, dst, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "unlink", refuse)
+    monkeypatch.setattr(download.os, "replace", refuse)
     with pytest.raises(data.ChecksumError) as info:
         data.fetch("sentiment", "readme.txt")
     msg = str(info.value)
-    assert "could not be removed" in msg and "read-only" in msg
+    assert "could not be moved aside" in msg and "read-only" in msg
     assert download.sha256sum(target) in msg
     assert target.exists()
+
+
+def test_data_dir_that_is_a_file(tmp_path, monkeypatch):
+    not_a_folder = tmp_path / "data.txt"
+    not_a_folder.write_text("oops")
+    monkeypatch.setenv("COURSE_DATA_DIR", str(not_a_folder))
+    for call in (data.cache_dir, lambda: data.fetch("tinyshakespeare"), data.verify):
+        with pytest.raises(EnvError, match=r"COURSE_DATA_DIR must be a folder.*data\.txt.*which is a file"):
+            call()
+    assert issubclass(EnvError, ConfigError)
+
+
+def test_data_dir_not_writable_names_the_variable(tmp_cache, monkeypatch):
+    def refuse(folder, stem):
+        raise PermissionError(13, "Permission denied", str(folder))
+
+    monkeypatch.setattr(download, "_new_part", refuse)
+    monkeypatch.setattr(download, "_download", _must_not_download)
+    with pytest.raises(data.DataUnavailableError) as info:
+        data.fetch("tinyshakespeare")
+    msg = str(info.value)
+    assert "COURSE_DATA_DIR must name a folder this user can write to" in msg and repr(str(tmp_cache)) in msg
 
 
 # --------------------------------------------------------------------------------------------------
@@ -425,6 +490,42 @@ def test_http_404(tmp_cache, http_server, monkeypatch):
     assert _files_under(tmp_cache) == []
 
 
+@pytest.fixture
+def trickle_url(monkeypatch):
+    """The URL of a local server that trickles one byte every 0.2 s (stopped after the test)."""
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _TrickleHandler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/input.txt"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def test_download_deadline(tmp_cache, trickle_url, monkeypatch):
+    """A server that never stops trickling bytes cannot hold a download past COURSE_DOWNLOAD_TIMEOUT."""
+    monkeypatch.setenv("COURSE_DOWNLOAD_TIMEOUT", "1")
+    _with_urls(monkeypatch, "tinyshakespeare", (trickle_url,))
+    with pytest.raises(data.DataUnavailableError) as info:   # the server would trickle for minutes
+        data.fetch("tinyshakespeare", progressbar=False)
+    msg = str(info.value)
+    assert f"{trickle_url} did not finish downloading within 1 s" in msg and "COURSE_DOWNLOAD_TIMEOUT" in msg
+    assert _files_under(tmp_cache) == []  # the .part is gone
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-5", "inf"])
+def test_bad_download_timeout(tmp_cache, monkeypatch, value):
+    monkeypatch.setenv("COURSE_DOWNLOAD_TIMEOUT", value)
+    monkeypatch.setattr(download, "_download", _must_not_download)
+    with pytest.raises(EnvError, match=rf"COURSE_DOWNLOAD_TIMEOUT must be a positive number.*'{value}'"):
+        data.fetch("tinyshakespeare")
+    assert _files_under(tmp_cache) == []
+
+
 def test_wrong_content_downloaded(tmp_cache, http_server, monkeypatch):
     url = http_server("/input.txt", b"not shakespeare\n")
     _with_urls(monkeypatch, "tinyshakespeare", (url,))
@@ -489,3 +590,60 @@ def test_plain_download_from_local_server(real_root, tmp_cache, http_server, mon
     assert _files_under(tmp_cache) == ["wikitext-2-tokens-subset/README"]
     assert data.fetch("wikitext2-subset", "README") == path  # second call: cached, no request
     assert http_server.hits["/README"] == 1
+
+
+# --------------------------------------------------------------------------------------------------
+# the course's numeric environment variables
+# --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("value", ["abc", "0", "-2", "1.5", "inf"])
+def test_env_error_positive_int(monkeypatch, value):
+    monkeypatch.setenv("COURSE_SOME_COUNT", value)
+    with pytest.raises(EnvError, match=rf"COURSE_SOME_COUNT must be a positive integer \(things\); "
+                                       rf"got COURSE_SOME_COUNT='{value}'"):
+        EnvError.positive("COURSE_SOME_COUNT", 1, int, "things")
+
+
+def test_env_error_positive_values(monkeypatch):
+    monkeypatch.delenv("COURSE_SOME_COUNT", raising=False)
+    assert EnvError.positive("COURSE_SOME_COUNT", 7) == 7
+    monkeypatch.setenv("COURSE_SOME_COUNT", " 3 ")
+    assert EnvError.positive("COURSE_SOME_COUNT", 7) == 3
+    monkeypatch.setenv("COURSE_SOME_COUNT", "0.25")
+    assert EnvError.positive("COURSE_SOME_COUNT", 7.0, float) == 0.25
+
+
+def test_bad_torch_threads(monkeypatch):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("COURSE_TORCH_THREADS is read only on a CPU-only machine")
+    from attention_course import frameworks, scale, setup
+
+    monkeypatch.setenv("COURSE_TORCH_THREADS", "abc")
+    threads = torch.get_num_threads()
+    try:
+        with pytest.raises(ConfigError, match=r"COURSE_TORCH_THREADS must be a positive integer.*'abc'"):
+            setup(frameworks="pytorch", banner=False)
+    finally:
+        scale.use(None)
+        frameworks.use(None)
+    assert torch.get_num_threads() == threads
+
+
+def test_bad_sizes_and_encoding_are_refused_before_loading(monkeypatch):
+    monkeypatch.setattr(data.loaders, "fetch", _must_not_download)
+    with pytest.raises(ConfigError, match=r"'cp1252' \(the default\) or 'latin-1'; got encoding='klingon'"):
+        data.load_ner(encoding="klingon")
+    for kwargs, needle in [({"max_len": 0}, "max_len must be a positive integer; got 0"),
+                           ({"max_len": 8, "n_train": 0}, r"n_train must be a positive integer or None \(all\)"),
+                           ({"max_len": 8, "n_test": -1}, "n_test must be")]:
+        with pytest.raises(ConfigError, match=needle):
+            data.prepare_ner(**kwargs, sentences=[])
+    with pytest.raises(ConfigError, match="n_val must be a positive integer; got 0"):
+        data.prepare_sentiment(0, n_val=0)
+    with pytest.raises(ConfigError, match="max_len must be a positive integer; got 2.5"):
+        data.prepare_sentiment(0, max_len=2.5)
+
+
+def test_n_val_larger_than_the_data(real_root):
+    with pytest.raises(ConfigError, match=r"n_val=5000 leaves no training sentence.*2000 sentences"):
+        data.prepare_sentiment(0, n_val=5000)

@@ -18,7 +18,7 @@ from attention_course.parity import torch_to_keras
 
 RTOL, ATOL = 1e-5, 1e-6
 LAYERS = ["HardAttention", "GumbelSoftmaxAttention", "LocalAttention", "PointerModel"]
-FUNCTIONS = ["gumbel_noise", "gumbel_softmax", "train_pointer", "reinforce_gradients", "time_attention"]
+FUNCTIONS = ["gumbel_noise", "gumbel_softmax", "train_pointer", "reinforce_gradients"]
 
 
 def _softmax(x, axis=-1):
@@ -468,21 +468,31 @@ def test_training_learns_the_pointer_task(fw, attention):
     model = fw.PointerModel(14, 10, 10, 8, dim=16, attention=attention)
     run = fw.train_pointer(model, x, y, steps=200, lr=1e-2, entropy=0.05, eval_every=100, probe=x[:2])
     history = run["history"]
-    assert [h["step"] for h in history] == [0, 100, 200] and run["seconds"] > 0
+    assert [h["step"] for h in history] == [0, 100, 200]
     assert history[-1]["accuracy"] > 0.9 and history[0]["accuracy"] < 0.5
     assert history[-1]["entropy"] < history[0]["entropy"]
     assert len(run["snapshots"]) == 3 and run["snapshots"][0][1].shape == (2, 8, 10)
 
 
-def test_local_is_cheaper_than_global_on_long_sequences(fw):
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)          # many tiny ops on two contended threads can stall: time on one core
-    try:
-        slow = fw.time_attention("global", 8192, repeats=3)
-        fast = fw.time_attention("local-p", 8192, window=4, repeats=3)
-    finally:
-        torch.set_num_threads(threads)
-    assert 0 < fast < slow / 2, (fast, slow)
+def test_local_writes_less_than_global_on_long_sequences(fw):
+    # a counted cost (elements of every tensor one forward pass writes), never a wall-clock time
+    long_global, long_local = (fw.cost.tensor_elements(k, 4096, window=4) for k in ("global", "local-p"))
+    assert long_global["largest"] == 4096 * 4096                      # the (1, S, S) score matrix
+    assert long_local["largest"] == 4096 * 9 * 32                     # the gathered windows (1, S, 2D+1, d)
+    assert 0 < long_local["elements"] < long_global["elements"] / 2
+    short_global, short_local = (fw.cost.tensor_elements(k, 64, window=4) for k in ("global", "local-p"))
+    assert short_local["elements"] > short_global["elements"]         # no saving on short sequences
+    wider = fw.cost.tensor_elements("local-p", 4096, window=8)
+    assert wider["elements"] > long_local["elements"]
+
+
+def test_cost_counts_agree_between_frameworks():
+    import attention_course as ac
+
+    for kind in ("global", "local-m", "dot", "additive", "score-additive", "score-concat"):
+        k, t = ac.keras.cost.tensor_elements(kind, 64, dim=16), ac.torch.cost.tensor_elements(kind, 64, dim=16)
+        assert k["largest"] == t["largest"], kind
+        assert abs(k["elements"] - t["elements"]) <= 0.5 * t["elements"], (kind, k, t)
 
 
 # ---- exercise checkers ------------------------------------------------------------------------------------
@@ -579,7 +589,8 @@ def test_charts_build_with_descriptions():
     ]
     for i, chart in enumerate(charts, start=1):
         spec = chart.to_dict()
-        assert spec["description"] == f"d{i}"
-        assert "params" in spec or any("params" in c for c in spec.get("hconcat", []) + spec.get("vconcat", []))
+        assert spec["description"] == f"d{i}"  # not timed
+        nested = spec.get("hconcat", []) + spec.get("vconcat", [])
+        assert "params" in spec or any("params" in c for c in nested)  # not timed
     with pytest.raises(ValueError, match="missing"):
         ac.viz.timing(timing.drop(columns="framework"), x="length", title="t")

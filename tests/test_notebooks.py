@@ -52,8 +52,10 @@ def test_first_code_cell_installs_only_on_colab(nb):
     src = source(first)
     assert '"google.colab" in sys.modules' in src and "pip install" in src
     assert not PINNED.search(src), "never pin torch, TensorFlow, Keras or NumPy on Colab"
-    second = [c for c in nb["cells"] if c["cell_type"] == "code"][1]
-    assert "ac.setup(" in source(second)
+    second = source([c for c in nb["cells"] if c["cell_type"] == "code"][1])
+    assert "ac.setup(seed=0, scale=PROFILE, frameworks=FRAMEWORKS)" in second
+    assert "PROFILE = None" in second and "GPU" in second, "the set-up cell offers the full profile and its GPU time"
+    assert "SEED = session.seed" in second, "the notebook's seeds come from the session (COURSE_SEED)"
 
 
 def test_framework_cells_come_in_twins(nb):
@@ -95,3 +97,23 @@ def test_toc_lists_every_chapter():
     toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
     for path in NOTEBOOKS:
         assert str(path.relative_to(ROOT).with_suffix("")) in toc
+
+
+def test_repository_address_lives_in_one_place(tmp_path, monkeypatch):
+    # every Colab link, install cell and raw address agrees with _config.yml's repository.url
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import repository
+
+    assert repository.disagreements() == []
+    # and the check does notice a notebook that points elsewhere
+    nb = tmp_path / "book" / "01-x" / "x.ipynb"
+    nb.parent.mkdir(parents=True)
+    nb.write_text(json.dumps({"cells": [{"source": ['!pip install "x @ git+https://github.com/someone/else"']}]}),
+                  encoding="utf-8")
+    monkeypatch.setattr(repository, "NOTEBOOKS", [nb])
+    monkeypatch.setattr(repository, "ROOT", tmp_path)
+    monkeypatch.setattr(repository, "configured", lambda: {"repo": "attention-course/attention-course",
+                                                           "branch": "main"})
+    assert len(repository.disagreements()) == 1

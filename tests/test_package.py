@@ -34,6 +34,27 @@ def test_profiles(monkeypatch):
     assert scale.use(None) == "quick"
 
 
+def test_quick_is_the_default_even_with_a_gpu(monkeypatch):
+    # Colab's "Run all" must finish in minutes: a visible GPU no longer selects the full profile
+    monkeypatch.delenv("COURSE_SCALE", raising=False)
+    monkeypatch.setattr(scale, "gpu_visible", lambda: True)
+    assert scale.current() == "quick"
+
+
+def test_course_seed_overrides_the_notebook_seed(monkeypatch):
+    from attention_course.errors import EnvError
+    from attention_course.session import seed_from_env
+
+    monkeypatch.delenv("COURSE_SEED", raising=False)
+    assert seed_from_env(0) == 0
+    monkeypatch.setenv("COURSE_SEED", "3")
+    assert seed_from_env(0) == 3
+    for bad in ("-1", "abc", "1.5"):
+        monkeypatch.setenv("COURSE_SEED", bad)
+        with pytest.raises(EnvError, match="COURSE_SEED must be a non-negative integer"):
+            seed_from_env(0)
+
+
 def test_framework_choice(monkeypatch):
     assert frameworks.parse("both") == ("keras", "pytorch")
     assert frameworks.parse("torch") == ("pytorch",)
@@ -204,3 +225,17 @@ def test_keras_fit_updates_repeated_embedding_rows():
     # the repeated row has large gradients, so Adam's differing epsilon conventions do not matter for it
     np.testing.assert_allclose(km.embed.get_weights()[0][1], tm.embed.weight.detach().numpy()[1], atol=5e-3)
     del torch
+
+
+def test_benchmark_results_are_committed_and_complete():
+    # the chapters quote these; every case of tools/bench.py is there, in both frameworks, with its spread
+    from attention_course import bench
+
+    for case in ("ch2-length", "ch2-window", "ch4-concat", "ch4-scores"):
+        rows = bench.load(case)
+        assert {r["framework"] for r in rows} == {"keras", "pytorch"}, case
+        assert all(r["q1_ms"] <= r["median_ms"] <= r["q3_ms"] and r["runs"] >= 5 for r in rows), case  # not timed
+    with pytest.raises(ConfigError, match="no committed benchmark results for 'nope'.*make bench"):
+        bench.load("nope")
+    with pytest.raises(ConfigError, match="unknown attention kind"):
+        bench.check_kind("sparse")

@@ -46,9 +46,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+from attention_course._quiet import quiet_frameworks  # noqa: E402
 
+quiet_frameworks()
 import attention_course as ac  # noqa: E402
 from attention_course.text import pad_batch  # noqa: E402
 

@@ -10,6 +10,8 @@
    ``tools/vendor_static.py`` fills from npm and git does not track.  When a script named in the
    configuration is missing from the static folders, the build warns (an error under ``-W``)
    instead of producing a book whose formulas, charts and widgets silently do not render.
+3. The notebooks' execution cache is the folder that ``tools/notebook_cache.py`` fills while nbval runs the
+   notebooks in ``make test`` (one per profile, settings and package source), so the book reuses that run.
 """
 
 from __future__ import annotations
@@ -67,7 +69,14 @@ def _check_static_files(app) -> None:
         )
 
 
+def _use_notebook_cache(app, config) -> None:
+    from notebook_cache import cache_dir  # tools/ is on sys.path as the folder of local extensions
+
+    config.nb_execution_cache_path = str(cache_dir())
+
+
 def setup(app) -> dict[str, Any]:
+    app.connect("config-inited", _use_notebook_cache)
     app.connect("builder-inited", _check_static_files)
     app.connect("html-page-context", _dedupe_scripts, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

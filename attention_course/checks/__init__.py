@@ -1,5 +1,9 @@
 """Exercise checkers: run a learner's function on fresh random inputs against the reference, and when the
-answer is wrong, name the likely mistake. One module per topic; all checkers are importable from here."""
+answer is wrong, name the likely mistake. One module per topic; all checkers are importable from here.
+
+Every checker refuses ``trials`` < 1 (:class:`~attention_course.errors.ConfigError`), calls the learner's
+function with a time limit (``COURSE_CHECK_TIMEOUT`` seconds, default 30) and reports an error it raises with
+the shapes of the inputs (:class:`ExerciseError`); the shared code is in :mod:`._run`."""
 
 from .attention import (
     ExerciseError,

@@ -1,7 +1,8 @@
 """Exercise checkers: run a learner's function on fresh random inputs against the reference, and when the
 answer is wrong, name the likely mistake by comparing with the answers that common mistakes produce.
 
-Learners' functions take and return NumPy arrays, so the checks work whichever framework is on.
+Learners' functions take and return NumPy arrays, so the checks work whichever framework is on. Every checker
+runs them through :func:`._run.call`: a time limit, and their errors reported with the inputs' shapes.
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ._run import ExerciseError, call, start
 
-class ExerciseError(AssertionError):
-    """The learner's answer is wrong; the message says how."""
+__all__ = ["ExerciseError", "attention_average", "masked_softmax", "reference_attention", "reference_masked_softmax"]
 
 
 def _softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -68,10 +69,10 @@ def attention_average(fn: Callable, *, scale: bool = False, trials: int = 20, se
 
     query (B, T_q, d), key (B, T_k, d), value (B, T_k, d_v) → context (B, T_q, d_v), weights (B, T_q, T_k).
     """
-    rng = np.random.default_rng(seed)
+    rng = start(fn, trials, seed)
     for _ in range(trials):
         q, k, v = _inputs(rng)
-        out = fn(q.copy(), k.copy(), v.copy())
+        out = call(fn, {"query": q, "key": k, "value": v})
         if not (isinstance(out, tuple) and len(out) == 2):
             raise ExerciseError("return a pair (context, weights)")
         context, weights = (np.asarray(o) for o in out)
@@ -106,14 +107,14 @@ def masked_softmax(fn: Callable, *, trials: int = 20, seed: int | None = None) -
     Masked keys must get exactly 0, each row with a visible key must sum to 1, and a fully masked row
     must give zeros (no NaN).
     """
-    rng = np.random.default_rng(seed)
+    rng = start(fn, trials, seed)
     for trial in range(trials):
         b, tq, tk = rng.integers(2, 4), rng.integers(2, 5), rng.integers(3, 7)
         scores = rng.normal(size=(b, tq, tk)) * 3
         mask = rng.random((b, tk)) > 0.4
         mask[0] = False                               # one fully masked example in every trial
         mask[1, 0] = True                             # and one with at least a visible key
-        got = np.asarray(fn(scores.copy(), mask.copy()))
+        got = np.asarray(call(fn, {"scores": scores, "mask": mask}))
         ref = reference_masked_softmax(scores, mask)
         if _close(got, ref):
             continue

@@ -14,7 +14,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .attention import ExerciseError, _close, _diagnose, _pass, _softmax
+from ._run import ExerciseError, call, start
+from .attention import _close, _diagnose, _pass, _softmax
 
 __all__ = [
     "gumbel_softmax_sample", "local_p_weights", "reference_gumbel_softmax", "reference_local_weights",
@@ -68,7 +69,7 @@ def _argmax_freq(samples: np.ndarray, k: int) -> np.ndarray:
 
 
 def _call(fn, logits, tau, rng, hard=False):
-    out = np.asarray(fn(logits.copy(), tau, rng, hard=hard), dtype=np.float64)
+    out = np.asarray(call(fn, {"logits": logits, "tau": tau, "rng": rng}, hard=hard), dtype=np.float64)
     if out.shape != logits.shape:
         raise ExerciseError(f"the sample has shape {out.shape}; expected the shape of the logits {logits.shape}")
     if np.isnan(out).any():
@@ -80,7 +81,7 @@ def gumbel_softmax_sample(fn: Callable, *, trials: int = 3, seed: int | None = N
     """Check ``fn(logits, tau, rng, hard=False) -> sample``: logits (N, K), a NumPy ``Generator`` ``rng`` to
     draw the noise from; returns (N, K) Gumbel-softmax samples softmax((logits + g) / τ), one per row, or with
     ``hard=True`` their one-hot argmax vectors."""
-    rng = np.random.default_rng(seed)
+    rng = start(fn, trials, seed)
     mistakes = _mistaken_samplers()
     for trial in range(trials):
         k = int(rng.integers(4, 7))
@@ -164,14 +165,14 @@ def local_p_weights(fn: Callable, *, trials: int = 30, seed: int | None = None) 
     D = ``window`` → weights (T, S): for each row t, a softmax of the scores over the window positions
     round(p_t) - D … round(p_t) + D that lie in [0, S) (round half up: floor(p + 0.5)), multiplied by the
     Gaussian exp(-(s - p_t)² / (2σ²)) with σ = D / 2; zero outside the window."""
-    rng = np.random.default_rng(seed)
+    rng = start(fn, trials, seed)
     for trial in range(trials):
         s, t, d = int(rng.integers(8, 16)), int(rng.integers(3, 6)), int(rng.integers(1, 4))
         scores = rng.normal(size=(t, s)) * 2
         p = rng.uniform(0, s, size=t)
         p[0] = rng.uniform(0, 1.5)                                   # one window cut by the start
         p[1] = rng.uniform(s - 1.5, s)                               # and one by the end
-        got = np.asarray(fn(scores.copy(), p.copy(), d))
+        got = np.asarray(call(fn, {"scores": scores, "p": p, "window": d}))
         ref = reference_local_weights(scores, p, d)
         if _close(got, ref):
             continue

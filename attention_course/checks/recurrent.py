@@ -10,7 +10,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .attention import ExerciseError, _close, _diagnose, _pass, _softmax, reference_masked_softmax
+from ._run import ExerciseError, call, start
+from .attention import _close, _diagnose, _pass, _softmax, reference_masked_softmax
 
 __all__ = ["attention_pooling", "timestep_attention", "reference_attention_pooling",
            "reference_timestep_attention"]
@@ -32,13 +33,6 @@ def reference_timestep_attention(x, W, b):
     return x * weights[..., None], weights
 
 
-def _call(fn, *args, hint: str = ""):
-    try:
-        return fn(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
-    except Exception as err:  # noqa: BLE001  (the learner's error, turned into advice)
-        raise ExerciseError(f"your function raised {type(err).__name__}: {err}{hint}") from err
-
-
 def _pair(out, what):
     if not (isinstance(out, tuple) and len(out) == 2):
         raise ExerciseError(f"return a pair ({what}, weights)")
@@ -52,7 +46,7 @@ def attention_pooling(fn: Callable, *, trials: int = 20, seed: int | None = None
     with e_t = tanh(h_t·w + b), weights = softmax over the real timesteps (pads get exactly 0),
     context = Σ_t weights_t h_t.
     """
-    rng = np.random.default_rng(seed)
+    rng = start(fn, trials, seed)
     for trial in range(trials):
         B, T, H = (int(v) for v in (rng.integers(2, 5), rng.integers(3, 8), rng.integers(2, 6)))
         states = rng.normal(size=(B, T, H))
@@ -60,7 +54,7 @@ def attention_pooling(fn: Callable, *, trials: int = 20, seed: int | None = None
         lengths = rng.integers(1, T + 1, size=B)
         lengths[0] = max(1, T - 2)                                # at least one example with pads …
         mask = np.arange(T)[None, :] >= (T - lengths)[:, None]    # … on the left, as in the chapter
-        context, weights = _pair(_call(fn, states, w, b, mask), "context")
+        context, weights = _pair(call(fn, {"states": states, "w": w, "b": b, "mask": mask}), "context")
         ref_c, ref_w = reference_attention_pooling(states, w, b, mask)
         e = np.tanh(states @ w + b)
         raw = states @ w + b
@@ -100,14 +94,14 @@ def timestep_attention(fn: Callable, *, trials: int = 20, seed: int | None = Non
     (B, T): permute x to (B, d, T), apply the Dense over the timesteps, softmax over time for every feature,
     average the weights over the features, multiply each timestep of x by its weight.
     """
-    rng = np.random.default_rng(seed)
+    rng = start(fn, trials, seed)
     for trial in range(trials):
         B, T = int(rng.integers(2, 4)), int(rng.integers(3, 7))
         d = T if trial % 3 == 1 else T + int(rng.integers(1, 4))      # d == T now and then: mixed-up axes still run
         x = rng.normal(size=(B, T, d))
         W, b = rng.normal(size=(T, T)), rng.normal(size=T) * 0.5
-        out, weights = _pair(_call(fn, x, W, b, hint=f" (x is (B, T, d) = {x.shape}: did you apply the (T, T) "
-                                                     f"Dense to the features without permuting x first?)"), "out")
+        out, weights = _pair(call(fn, {"x": x, "W": W, "b": b}, hint="\n  Hint: x is (B, T, d); did you apply the "
+                                  "(T, T) Dense to the features without permuting x first?"), "out")
         ref_o, ref_w = reference_timestep_attention(x, W, b)
         xt = x.transpose(0, 2, 1)                                 # (B, d, T)
         scores = xt @ W + b

@@ -18,7 +18,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .attention import ExerciseError, _close, _diagnose, _pass, _softmax, reference_masked_softmax
+from ._run import ExerciseError, call, start
+from .attention import _close, _diagnose, _pass, _softmax, reference_masked_softmax
 
 __all__ = [
     "reference_score", "score_params", "scaled_dot_attention", "general_score", "concat_score", "additive_score",
@@ -72,12 +73,10 @@ def _same(a, b) -> bool:
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-4, atol=1e-5, equal_nan=True))
 
 
-def _call(fn: Callable, args: tuple, shapes: str, hint: str = ""):
-    try:
-        with np.errstate(all="ignore"):
-            return fn(*(a.copy() for a in args))
-    except Exception as err:  # the learner's code failed: say on which shapes, and the likely cause
-        raise ExerciseError(f"your function raised {type(err).__name__}: {err}\n  on {shapes}.{hint}") from err
+def _call(fn: Callable, inputs: dict, hint: str = ""):
+    """The learner's function on ``inputs``, NumPy's warnings silenced (a wrong answer may divide by zero)."""
+    with np.errstate(all="ignore"):
+        return call(fn, inputs, hint)
 
 
 def _softmax_with(scores, mask3, axis, fill):
@@ -165,13 +164,13 @@ def scaled_dot_attention(fn: Callable, *, trials: int = 20, seed: int | None = N
     example has at least one visible key) → context (B, T_q, d_v), weights (B, T_q, T_k).
     Odd trials use T_q ≠ T_k, so a mask broadcast over the wrong axis is caught either way.
     """
-    rng = np.random.default_rng(seed)
+    rng = start(fn, trials, seed)
     for trial in range(trials):
         q, k, v, mask = _mask_inputs(rng, square=trial % 2 == 0)
         shapes = f"query {q.shape}, key {k.shape}, value {v.shape}, mask {mask.shape}"
         hint = ("\n  Hint: T_q ≠ T_k here; if this is a broadcasting error, a (B, T_k) mask must become "
                 "(B, 1, T_k) to apply to every query." if q.shape[1] != k.shape[1] else "")
-        out = _call(fn, (q, k, v, mask), shapes, hint)
+        out = _call(fn, {"query": q, "key": k, "value": v, "mask": mask}, hint)
         if not (isinstance(out, tuple) and len(out) == 2):
             raise ExerciseError("return a pair (context, weights)")
         context, weights = (np.asarray(o) for o in out)
@@ -224,14 +223,14 @@ def _check_scores(name, got, ref, candidates, shapes, trial):
 
 
 def _run_score_checker(name, fn, make_params, reference, mistakes, trials, seed):
-    rng = np.random.default_rng(seed)
+    rng = start(fn, trials, seed)
     for trial in range(trials):
         # trial 0: d_q = d_k and T_q = T_k, where swapped matrices or axes still run; later trials vary them
         q, k, units = _score_inputs(rng, same_d=trial % 3 == 0, square=trial % 2 == 0)
         params = make_params(rng, q.shape[-1], k.shape[-1], units)
         shapes = (f"query {q.shape}, key {k.shape}, "
                   + ", ".join(f"{n} {p.shape}" for n, p in params.items()))
-        got = _call(fn, (q, k, *params.values()), shapes)
+        got = _call(fn, {"query": q, "key": k, **params})
         _check_scores(name, got, reference(q, k, params), mistakes(q, k, params), shapes, trial)
     _pass(name, trials)
 

@@ -3,15 +3,17 @@
 Layout: ``<cache_dir()>/<dataset folder>/<file name>``, for example
 ``~/.cache/attention-course/spa-eng/spa.txt``. The root is the environment variable ``COURSE_DATA_DIR``
 when it is set (point it at a folder of pre-downloaded files to work offline), else pooch's per-user
-cache folder for ``attention-course``.
+cache folder for ``attention-course``. ``COURSE_DOWNLOAD_TIMEOUT`` bounds each download (seconds, default 300).
 
 Guarantees:
 
 * a file returned by :func:`fetch` has the sha256 recorded in the registry;
-* a file with the wrong sha256 is never used: it is removed (when the folder is writable) and
-  :class:`ChecksumError` names the file and both hashes;
+* a cached file with the wrong sha256 is never used and never deleted: it is moved aside to
+  ``<file>.mismatch-<first 12 hex digits of its sha256>`` next to it (some files, like the Kaggle NER csv,
+  cannot be downloaded again) and :class:`ChecksumError` names the file, both hashes and what to do;
 * downloads go to a temporary ``*.part`` file in the same folder and are moved into place with
-  :func:`os.replace` only after the check, so an interrupted or failed download leaves nothing behind.
+  :func:`os.replace` only after the check, so an interrupted, failed or timed-out download leaves nothing
+  behind.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import overload
 
-from ..errors import CourseError
+from ..errors import CourseError, EnvError
 from .registry import Dataset, RemoteFile, get, names
 
 __all__ = [
@@ -38,15 +41,19 @@ __all__ = [
     "FileCheck",
     "VerifyReport",
     "cache_dir",
+    "download_timeout",
     "fetch",
     "file_path",
+    "mismatch_path",
     "sha256sum",
     "verify",
 ]
 
 ENV_VAR = "COURSE_DATA_DIR"
+TIMEOUT_VAR = "COURSE_DOWNLOAD_TIMEOUT"
+DEFAULT_DOWNLOAD_TIMEOUT_S = 300.0
 _CHUNK = 1 << 20
-_TIMEOUT_S = 60
+_TIMEOUT_S = 60  # the longest wait for a connection or for the next bytes
 
 
 class ChecksumError(CourseError):
@@ -58,13 +65,25 @@ class DataUnavailableError(CourseError):
 
 
 def cache_dir() -> Path:
-    """Root of the data cache: ``$COURSE_DATA_DIR`` if set, else pooch's user cache ``attention-course``."""
+    """Root of the data cache: ``$COURSE_DATA_DIR`` if set, else pooch's user cache ``attention-course``.
+
+    Raises :class:`~attention_course.errors.EnvError` when ``COURSE_DATA_DIR`` names something that is not a
+    folder (a file, say); a folder that does not exist yet is fine (downloads create it)."""
     env = os.environ.get(ENV_VAR)
     if env:
-        return Path(env).expanduser()
+        root = Path(env).expanduser()
+        if root.exists() and not root.is_dir():
+            raise EnvError(f"{ENV_VAR} must be a folder (the root of the data cache, holding "
+                           f"'<dataset folder>/<file>'); got {ENV_VAR}={env!r}, which is a file")
+        return root
     import pooch
 
     return Path(pooch.os_cache("attention-course"))
+
+
+def download_timeout() -> float:
+    """The most seconds one download may take: ``$COURSE_DOWNLOAD_TIMEOUT``, default 300."""
+    return EnvError.positive(TIMEOUT_VAR, DEFAULT_DOWNLOAD_TIMEOUT_S, float, "the most seconds one download may take")
 
 
 def _root_origin() -> str:
@@ -151,17 +170,38 @@ def _tqdm_available() -> bool:
 
 
 def _download(url: str, dest: Path, progressbar: bool = False) -> None:
-    """Download ``url`` into the (existing, empty) file ``dest`` with pooch's HTTP downloader.
+    """Download ``url`` into the (existing, empty) file ``dest`` within :func:`download_timeout` seconds.
 
     The lowest level of the downloader: it raises whatever the transfer raises (connection errors,
-    HTTP errors, incomplete reads). Cleaning up ``dest`` is the caller's job.
+    HTTP errors, incomplete reads, :class:`TimeoutError` past the deadline). Cleaning up ``dest`` is the
+    caller's job. The body is read with ``read1``, which returns as soon as *some* bytes arrive, so the
+    deadline is checked even when a server trickles a byte now and then.
     """
-    import pooch
+    import requests
 
-    downloader = pooch.HTTPDownloader(
-        progressbar=bool(progressbar and _tqdm_available()), chunk_size=64 * 1024, timeout=_TIMEOUT_S
-    )
-    downloader(url, str(dest), None)
+    limit = download_timeout()
+    deadline = time.monotonic() + limit
+    wait = min(_TIMEOUT_S, limit)
+    bar = None
+    with requests.get(url, stream=True, timeout=(wait, wait)) as response, open(dest, "wb") as out:
+        response.raise_for_status()
+        if progressbar and _tqdm_available():
+            from tqdm.auto import tqdm
+
+            size = int(response.headers.get("Content-Length") or 0) or None
+            bar = tqdm(total=size, unit="B", unit_scale=True, desc=PurePosixPath(url).name, leave=False)
+        read = getattr(response.raw, "read1", response.raw.read)  # older urllib3: no read1, coarser deadline
+        try:
+            while chunk := read(64 * 1024, decode_content=True):
+                out.write(chunk)
+                if bar is not None:  # bytes over the wire: the Content-Length counts them compressed, if so
+                    bar.update(response.raw.tell() - bar.n)
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{url} did not finish downloading within {limit:g} s: the server sends "
+                                       f"too slowly (try later, or allow more seconds with {TIMEOUT_VAR})")
+        finally:
+            if bar is not None:
+                bar.close()
 
 
 class _MemberNotFound(Exception):
@@ -220,20 +260,29 @@ class _Session:
         self.archives.clear()
 
 
+def mismatch_path(path: Path, actual: str) -> Path:
+    """Where a cached file with the wrong sha256 ``actual`` is moved aside: ``<file>.mismatch-<12 hex>``."""
+    return path.with_name(f"{path.name}.mismatch-{actual[:12]}")
+
+
 def _checksum_mismatch(ds: Dataset, rf: RemoteFile, path: Path, actual: str) -> ChecksumError:
+    """Move the bad file aside (never delete it: it may be a hand-placed file that cannot be downloaded
+    again) and return the error that says what happened and what to do."""
+    aside = mismatch_path(path, actual)
     try:
-        path.unlink()
-        fate = "It has been removed from the cache; the next call downloads it again."
+        os.replace(path, aside)  # same folder: atomic; a file already there has the same sha256, same bytes
+        fate = (f"Nothing was deleted: it was moved aside to\n    {aside}\n"
+                "(delete that copy yourself once you no longer need it). ")
+        fate += ("The next call downloads a fresh copy." if rf.urls else
+                 "This file cannot be downloaded automatically; put the right one in its place by hand.")
     except OSError as exc:
-        fate = (
-            f"It could not be removed ({type(exc).__name__}: the folder is probably read-only); "
-            "replace it by hand."
-        )
+        fate = (f"It could not be moved aside ({_short(exc)}; the folder is probably read-only) and is still "
+                "there, unused; replace it by hand.")
     return ChecksumError(
         f"The data file {path} (dataset {ds.name!r}) is corrupt or not the expected version:\n"
         f"    expected sha256 {rf.sha256}\n"
         f"    actual   sha256 {actual}\n"
-        f"{fate}\n" + _manual_hint(ds, rf, path)
+        f"{fate}\n" + (f"{rf.note}\n" if not rf.urls and rf.note else "") + _manual_hint(ds, rf, path)
     )
 
 
@@ -252,13 +301,17 @@ def _ensure(ds: Dataset, rf: RemoteFile, root: Path, session: _Session) -> Path:
             f"The data file {rf.filename!r} of dataset {ds.name!r} is not in the cache and cannot be "
             f"downloaded automatically.\n{rf.note}\n" + _manual_hint(ds, rf, path)
         )
+    download_timeout()  # a bad COURSE_DOWNLOAD_TIMEOUT is reported as such, not as a failed download
     try:
         folder.mkdir(parents=True, exist_ok=True)
         _remove_quietly(_new_part(folder, rf.filename))  # probe: is the folder writable?
     except OSError as exc:
+        env = os.environ.get(ENV_VAR)
+        fix = (f"{ENV_VAR} must name a folder this user can write to (downloads go there); got {ENV_VAR}={env!r}.\n"
+               if env else "")
         raise DataUnavailableError(
             f"The data file {rf.filename!r} of dataset {ds.name!r} is missing and cannot be downloaded "
-            f"because the folder {folder} is not writable ({_short(exc)}).\n" + _manual_hint(ds, rf, path)
+            f"because the folder {folder} is not writable ({_short(exc)}).\n{fix}" + _manual_hint(ds, rf, path)
         ) from exc
 
     failures: list[str] = []
@@ -292,7 +345,7 @@ def _ensure(ds: Dataset, rf: RemoteFile, root: Path, session: _Session) -> Path:
         )
     raise DataUnavailableError(
         f"Could not download the data file {rf.filename!r} of dataset {ds.name!r} "
-        f"(no network, or the host is down). Tried:\n{tried}\n" + _manual_hint(ds, rf, path)
+        f"(no network, the host is down or too slow). Tried:\n{tried}\n" + _manual_hint(ds, rf, path)
     )
 
 
@@ -314,10 +367,11 @@ def fetch(
         the :class:`~pathlib.Path` of ``filename``, or ``{filename: Path}`` for all files.
 
     Raises:
-        ChecksumError: a cached or downloaded file has the wrong sha256 (it is not kept).
+        ChecksumError: a cached file has the wrong sha256 (it is moved aside to ``<file>.mismatch-<hash>``,
+            never deleted), or a downloaded one has (it is not kept).
         DataUnavailableError: a file is missing and could not be downloaded; the message lists the
             URLs tried and the exact path where to put the file by hand.
-        ConfigError: unknown dataset or file name.
+        ConfigError: unknown dataset or file name; ``COURSE_DATA_DIR`` or ``COURSE_DOWNLOAD_TIMEOUT`` unusable.
     """
     ds = get(name)
     wanted = [ds.file(filename)] if filename is not None else list(ds.files.values())

@@ -18,6 +18,7 @@ Encodings, as measured on the pinned files:
 
 from __future__ import annotations
 
+import codecs
 import gc
 import gzip
 from collections.abc import Iterator
@@ -152,6 +153,13 @@ def load_ner(encoding: str = "cp1252") -> list[TaggedSentence]:
     import numpy as np
     import pandas as pd
 
+    try:
+        known = codecs.lookup(encoding).name in ("cp1252", "iso8859-1")
+    except (LookupError, TypeError):
+        known = False
+    if not known:
+        raise ConfigError(f"load_ner reads the Kaggle file as 'cp1252' (the default) or 'latin-1'; "
+                          f"got encoding={encoding!r}")
     path = fetch("ner-gmb", "ner_dataset.csv")
     with _gc_paused():  # ~3 million small objects: the cyclic GC would only slow this down (~40 %)
         df = pd.read_csv(path, encoding=encoding, keep_default_na=False, na_filter=False, dtype=str)

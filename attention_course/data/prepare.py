@@ -13,10 +13,19 @@ from collections import Counter
 
 import numpy as np
 
+from ..errors import ConfigError
 from ..text import Vocab, pad_batch, tokenize
 from .loaders import load_ner, load_sentiment
 
 __all__ = ["prepare_ner", "prepare_sentiment", "sentiment_words"]
+
+
+def _positive(name: str, value, none_ok: bool = False) -> None:
+    """Raise :class:`ConfigError` unless ``value`` is a positive int (or ``None`` when ``none_ok``)."""
+    if none_ok and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ConfigError(f"{name} must be a positive integer{' or None (all)' if none_ok else ''}; got {value!r}")
 
 
 def prepare_ner(max_len: int, n_train: int | None = None, n_test: int | None = None, seed: int = 0,
@@ -30,6 +39,9 @@ def prepare_ner(max_len: int, n_train: int | None = None, n_test: int | None = N
     sentences), ``tags`` (``"<pad>"`` first, then the 17 BIO tags sorted), ``vocab``, ``max_len`` and
     ``X_train``, ``Y_train``, ``X_test``, ``Y_test``, int64 arrays ``(n, max_len)``.
     """
+    _positive("max_len", max_len)
+    _positive("n_train", n_train, none_ok=True)
+    _positive("n_test", n_test, none_ok=True)
     sentences = load_ner() if sentences is None else sentences
     order = np.random.default_rng(seed).permutation(len(sentences))
     n_test_all = len(sentences) // 5
@@ -59,7 +71,12 @@ def prepare_sentiment(seed: int, max_len: int = 32, n_val: int = 400, sources=("
     """
     import pandas as pd
 
+    _positive("max_len", max_len)
+    _positive("n_val", n_val)
     frame = pd.concat([load_sentiment(src) for src in sources], ignore_index=True)
+    if n_val >= len(frame):
+        raise ConfigError(f"n_val={n_val} leaves no training sentence: the sources {tuple(sources)} hold "
+                          f"{len(frame)} sentences; choose n_val < {len(frame)}")
     tokens = [tokenize(s) for s in frame["sentence"]]
     order = np.random.default_rng(seed).permutation(len(frame))
     val, train = order[:n_val], order[n_val:]

@@ -5,6 +5,7 @@ from .._quiet import import_keras
 
 import_keras()
 
+from . import cost  # noqa: F401,E402  (timings and counted costs: make bench, Chapters 2 and 4)
 from .hard import *  # noqa: F401,F403,E402  (Chapter 2)
 from .hard import __all__ as _hard_all  # noqa: E402
 from .layers import DotProductAttention, masked_softmax  # noqa: E402

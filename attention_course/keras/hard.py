@@ -4,6 +4,7 @@ local-p), the pointer model that compares them, and its training loop.
 Every name mirrors its twin in ``attention_course.torch.hard``: same arguments, sub-layer names and call
 signatures. Random draws can be passed in (``noise``: Gumbel noise of the scores' shape) so the two frameworks
 can be compared exactly. Shapes: B batch, T_q queries, S (= T_k) keys, d features, W = 2·window + 1.
+Inputs: tensors or NumPy arrays (float arrays as float32); a mask bool or 0/1; ids in [0, vocab) (``inputs``).
 """
 
 from __future__ import annotations
@@ -16,14 +17,24 @@ import numpy as np
 import tensorflow as tf
 from keras import layers, ops
 
-from ..errors import ConfigError, check_attention_shapes
+from ..errors import ConfigError, check_sequence_shapes, shape_of
 from ..train import progress
+from ..validate import (
+    TAU_HINT,
+    check_int,
+    check_not_empty,
+    check_positive,
+    check_same_shape,
+    check_sizes,
+    check_training,
+)
+from . import inputs
 from .layers import DotProductAttention, masked_softmax
 from .models import _Model
 
 __all__ = [
     "gumbel_noise", "gumbel_softmax", "HardAttention", "GumbelSoftmaxAttention", "LocalAttention",
-    "PointerModel", "train_pointer", "reinforce_gradients", "time_attention",
+    "PointerModel", "train_pointer", "reinforce_gradients",
 ]
 
 _NEG = -1e9  # the score of a masked key before a sampled softmax (finite: noise and 1/τ keep it finite)
@@ -54,14 +65,21 @@ def gumbel_softmax(logits, tau: float = 1.0, hard: bool = False, noise=None):
     ``hard=True``: the straight-through estimator: the forward value is the one-hot vector of the sample's
     argmax, the gradient is the soft sample's. ``noise``: pre-drawn g (same shape as ``logits``).
     """
-    logits = ops.convert_to_tensor(logits)
-    if noise is None:
-        noise = gumbel_noise(ops.shape(logits))
+    check_positive("tau", tau, TAU_HINT)
+    logits = inputs.floats(logits, "logits")
+    noise = gumbel_noise(ops.shape(logits)) if noise is None else _noise(noise, logits)
     soft = ops.softmax((logits + ops.cast(noise, logits.dtype)) / tau, axis=-1)   # (…, S), differentiable
     if not hard:
         return soft
     one_hot = ops.one_hot(ops.argmax(soft, axis=-1), logits.shape[-1], dtype=soft.dtype)
     return one_hot - ops.stop_gradient(soft) + soft                               # value: one-hot; gradient: soft's
+
+
+def _noise(noise, scores):
+    """Pre-drawn Gumbel noise: floats of the scores' shape."""
+    noise = inputs.floats(noise, "noise")
+    check_same_shape("noise", shape_of(noise), shape_of(scores), "the scores (B, T_q, S)")
+    return noise
 
 
 def _scores(query, key, scale: bool):
@@ -70,10 +88,9 @@ def _scores(query, key, scale: bool):
 
 
 def _key_mask(mask, scores):
-    """A (B, T_k) or broadcastable (B, T_q, T_k) mask → bool (B, T_q, T_k); None → all True."""
+    """A bool (B, T_k) or broadcastable (B, T_q, T_k) mask → (B, T_q, T_k); None → all True."""
     if mask is None:
         return ops.ones_like(scores, dtype="bool")
-    mask = ops.cast(mask, "bool")
     if len(mask.shape) == 2:
         mask = ops.expand_dims(mask, 1)
     return ops.broadcast_to(mask, ops.shape(scores))
@@ -98,19 +115,19 @@ class HardAttention(layers.Layer):
         return None
 
     def call(self, query, key, value, mask=None, noise=None, greedy: bool = False, return_weights: bool = False):
-        check_attention_shapes(query, key, value, mask)
+        query, key, value, mask = inputs.attention(query, key, value, mask)       # floats, bool mask
         scores = _scores(query, key, self.scale)                                   # (B, T_q, S)
         visible = _key_mask(mask, scores)
         log_probs = ops.log_softmax(ops.where(visible, scores, _NEG), axis=-1)
         if greedy:
             index = ops.argmax(log_probs, axis=-1)                                 # (B, T_q)
         else:
-            if noise is None:
-                noise = gumbel_noise(ops.shape(scores), seed=self.seed_generator)
+            noise = gumbel_noise(ops.shape(scores), seed=self.seed_generator) if noise is None \
+                else _noise(noise, scores)
             index = ops.argmax(log_probs + ops.cast(noise, log_probs.dtype), axis=-1)   # Gumbel-max: a sample
         row = ops.cast(ops.any(visible, axis=-1), value.dtype)                    # (B, T_q): has a key
-        one_hot = ops.one_hot(index, scores.shape[-1], dtype=value.dtype) * row[..., None]
-        context = ops.matmul(one_hot, value)                                       # (B, T_q, d_v): the sample
+        picked = ops.take_along_axis(value, index[..., None], axis=1)              # (B, T_q, d_v)
+        context = ops.where(row[..., None] > 0, picked, 0.0)                       # the sample (no 0 × NaN)
         log_prob = ops.take_along_axis(log_probs, index[..., None], axis=-1)[..., 0] * row   # (B, T_q)
         if return_weights:
             return context, index, log_prob, ops.exp(log_probs) * ops.cast(visible, value.dtype)
@@ -131,6 +148,7 @@ class GumbelSoftmaxAttention(layers.Layer):
     def __init__(self, tau: float = 1.0, hard: bool = True, scale: bool = False, seed: int | None = None,
                  **kwargs):
         super().__init__(**kwargs)
+        check_positive("tau", tau, TAU_HINT)
         self.tau, self.hard, self.scale, self.seed = tau, hard, scale, seed
         self.seed_generator = keras.random.SeedGenerator(seed)
         self.supports_masking = True
@@ -139,18 +157,18 @@ class GumbelSoftmaxAttention(layers.Layer):
         return None
 
     def call(self, query, key, value, mask=None, noise=None, greedy: bool = False, return_weights: bool = False):
-        check_attention_shapes(query, key, value, mask)
+        query, key, value, mask = inputs.attention(query, key, value, mask)       # floats, bool mask
         scores = _scores(query, key, self.scale)
         visible = _key_mask(mask, scores)
         scores = ops.where(visible, scores, _NEG)
         if greedy:
             weights = ops.one_hot(ops.argmax(scores, axis=-1), scores.shape[-1], dtype=value.dtype)
         else:
-            if noise is None:
-                noise = gumbel_noise(ops.shape(scores), seed=self.seed_generator)
+            noise = gumbel_noise(ops.shape(scores), seed=self.seed_generator) if noise is None \
+                else _noise(noise, scores)
             weights = gumbel_softmax(scores, self.tau, self.hard, noise)
         weights = weights * ops.cast(visible, value.dtype)                        # fully masked rows → zeros
-        context = ops.matmul(weights, value)
+        context = ops.matmul(weights, inputs.hide(value, mask))                   # hidden rows zeroed
         return (context, weights) if return_weights else context
 
     def get_config(self):
@@ -174,11 +192,11 @@ class LocalAttention(layers.Layer):
         super().__init__(**kwargs)
         if mode not in ("m", "p"):
             raise ConfigError(f"unknown local attention mode {mode!r}: use 'm' (monotonic) or 'p' (predictive)")
-        if window < (1 if mode == "p" else 0):
-            raise ConfigError(f"window (the half-width D) must be >= {1 if mode == 'p' else 0}, got {window}")
+        window = check_int("window (the half-width D)", window, 1 if mode == "p" else 0)
         if mode == "p" and dim is None:
             raise ConfigError("local-p predicts its centre from the query: give dim=<query size>")
-        self.mode, self.window, self.dim, self.scale = mode, int(window), dim, scale
+        dim = dim if mode == "m" and dim is None else check_int("dim (the query size)", dim)
+        self.mode, self.window, self.dim, self.scale = mode, window, dim, scale
         self.supports_masking = True          # `mask` is ours (explicit), not Keras' implicit propagation
         if mode == "p":
             self.w_p = layers.Dense(dim, use_bias=False, kernel_initializer=_torch_linear())
@@ -195,7 +213,11 @@ class LocalAttention(layers.Layer):
         return length * ops.sigmoid(self.v_p(ops.tanh(self.w_p(query))))[..., 0]
 
     def call(self, query, key, value, mask=None, return_weights: bool = False):
-        check_attention_shapes(query, key, value, mask)
+        query, key, value, mask = inputs.attention(query, key, value, mask)       # floats, bool mask
+        check_not_empty("query", shape_of(query), what="T_q")
+        check_not_empty("key", shape_of(key), what="S")
+        if self.mode == "p":                                                       # w_p reads queries of size dim
+            check_sequence_shapes("LocalAttention(mode='p') query", query, features=self.dim)
         b, t_q = ops.shape(query)[0], query.shape[1]
         d, s, d_v = query.shape[-1], key.shape[1], value.shape[-1]
         p = self.centres(query, s)                                                 # (B, T_q)
@@ -208,10 +230,10 @@ class LocalAttention(layers.Layer):
         k_win = ops.reshape(ops.take(ops.reshape(key, (-1, d)), rows, axis=0), (b, t_q, -1, d))
         v_win = ops.reshape(ops.take(ops.reshape(value, (-1, d_v)), rows, axis=0), (b, t_q, -1, d_v))
         if mask is not None:                                                       # and visible
-            m = ops.cast(mask, "bool")
-            m = ops.expand_dims(m, 1) if len(m.shape) == 2 else m
+            m = ops.expand_dims(mask, 1) if len(mask.shape) == 2 else mask
             m = ops.broadcast_to(m, (b, t_q, s))
             inside = ops.logical_and(inside, ops.take_along_axis(m, idx, axis=-1))
+            v_win = ops.where(inside[..., None], v_win, 0.0)                       # 0 × NaN = NaN
         scores = ops.sum(query[:, :, None, :] * k_win, axis=-1)                    # (B, T_q, W)
         if self.scale:
             scores = scores / math.sqrt(d)
@@ -252,6 +274,8 @@ class PointerModel(_Model):
         super().__init__(**kwargs)
         if attention not in self.VARIANTS:
             raise ConfigError(f"unknown attention {attention!r}: use one of {', '.join(self.VARIANTS)}")
+        vocab, n_out, length, steps, dim = check_sizes(vocab=vocab, n_out=n_out, length=length, steps=steps,
+                                                       dim=dim)
         self.attention, self.length, self.steps = attention, length, steps
         self.step = layers.Embedding(steps, dim, embeddings_initializer=_torch_embedding())
         self.symbol = layers.Embedding(vocab, dim, embeddings_initializer=_torch_embedding())
@@ -267,6 +291,7 @@ class PointerModel(_Model):
         self.out = layers.Dense(n_out, kernel_initializer=_torch_linear())
 
     def _inputs(self, x):
+        x = inputs.ids(x, "x", self.symbol, length=self.length)               # (B, S) ids in [0, vocab)
         s = x.shape[1]
         values = self.symbol(x)                                                    # (B, S, d)
         keys = values + self.position(ops.arange(s))[None]                         # (B, S, d)
@@ -329,6 +354,8 @@ def train_pointer(model: PointerModel, x, y, *, steps: int, batch_size: int = 64
     Returns {"history": [{step, loss, accuracy, entropy, seconds}], "snapshots": [(step, (n_probe, T, S))],
     "seconds": training time without evaluation}.
     """
+    check_training(x, y, (len(y), model.steps, model.out.units), steps=steps, batch_size=batch_size,
+                   eval_every=eval_every)
     rng = np.random.default_rng(seed)
     optimizer = keras.optimizers.Adam(learning_rate=lr, epsilon=1e-8)               # PyTorch's Adam defaults
     x_eval, y_eval = eval_data if eval_data is not None else (x[:512], y[:512])
@@ -372,8 +399,8 @@ def train_pointer(model: PointerModel, x, y, *, steps: int, batch_size: int = 64
                                "seconds": run["seconds"]})
 
     reward_avg = np.zeros(model.steps, np.float32)
-    evaluate(0, float("nan"))
-    with progress(total=steps, desc=desc or f"keras · {model.attention}") as bar:
+    with inputs.graph_errors(), progress(total=steps, desc=desc or f"keras · {model.attention}") as bar:
+        evaluate(0, float("nan"))
         for step in range(1, steps + 1):
             idx = rng.integers(0, len(x), size=batch_size)
             noise = _np_noise(rng, model, batch_size)
@@ -398,6 +425,7 @@ def reinforce_gradients(model: PointerModel, x, y, *, draws: int, baseline: floa
     with respect to the attention parameters (the ``step`` and ``position`` embeddings), on the fixed batch
     (x, y), each with fresh noise. ``baseline``: the constant b subtracted from r (None: no baseline).
     Returns (gradients (draws, n_parameters) float64, rewards (draws,): the mean reward of each draw)."""
+    check_training(x, y, (len(y), model.steps, model.out.units), draws=draws)
     rng = np.random.default_rng(seed)
     model(x[:2])
     params = [model.step.embeddings, model.position.embeddings]
@@ -415,26 +443,8 @@ def reinforce_gradients(model: PointerModel, x, y, *, draws: int, baseline: floa
 
     out, rewards = [], []
     for _ in range(draws):
-        grad, reward = estimate(tf.convert_to_tensor(_np_noise(rng, model, len(x))))
+        with inputs.graph_errors():
+            grad, reward = estimate(tf.convert_to_tensor(_np_noise(rng, model, len(x))))
         out.append(np.asarray(grad, np.float64))
         rewards.append(float(reward))
     return np.stack(out), np.array(rewards)
-
-
-def time_attention(kind: str, length: int, *, window: int = 8, dim: int = 32, batch: int = 1,
-                   repeats: int = 5, seed: int = 0) -> float:
-    """Seconds for one forward pass (the best of ``repeats``) of ``kind`` = "global" (dot-product over all
-    keys) or "local-m"/"local-p" (half-width ``window``), with ``length`` queries and keys (compiled with
-    ``tf.function``)."""
-    rng = np.random.default_rng(seed)
-    q, k, v = (tf.convert_to_tensor(rng.normal(size=(batch, length, dim)).astype(np.float32)) for _ in range(3))
-    layer = DotProductAttention(scale=True) if kind == "global" else \
-        LocalAttention(mode=kind[-1], window=window, dim=dim, scale=True)
-    forward = tf.function(lambda q, k, v: layer(q, k, v))
-    forward(q, k, v).numpy()                                                       # trace and warm up
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        forward(q, k, v).numpy()
-        best = min(best, time.perf_counter() - start)
-    return best

@@ -2,6 +2,8 @@
 
 Every model mirrors its twin in ``attention_course.torch``: same class name, constructor arguments,
 sub-layer names and call signature, so weights can be copied across (``attention_course.parity``).
+Inputs: token ids (tensors or NumPy arrays) must be integers in [0, vocab); every sequence needs at least one
+step; a mask is bool or 0/1 (``inputs``).
 """
 
 from __future__ import annotations
@@ -9,6 +11,9 @@ from __future__ import annotations
 import keras
 from keras import layers, ops
 
+from ..errors import shape_of
+from ..validate import check_batch, check_int, check_sizes
+from . import inputs
 from .layers import DotProductAttention
 from .scores import ScoredAttention
 
@@ -32,11 +37,13 @@ class OneToOne(_Model):
 
     def __init__(self, n_in: int, n_out: int, hidden: int = 32, **kwargs):
         super().__init__(**kwargs)
+        n_in, n_out, hidden = check_sizes(n_in=n_in, n_out=n_out, hidden=hidden)
         self.embed = layers.Embedding(n_in, hidden)
         self.hidden = layers.Dense(hidden)
         self.out = layers.Dense(n_out)
 
     def call(self, x):
+        x = inputs.ids(x, "x", self.embed, ndim=1)                       # (B,) ids in [0, n_in)
         return self.out(ops.relu(self.hidden(self.embed(x))))
 
 
@@ -45,11 +52,13 @@ class ManyToOne(_Model):
 
     def __init__(self, vocab: int, n_out: int, embed: int = 16, hidden: int = 64, **kwargs):
         super().__init__(**kwargs)
+        vocab, n_out, embed, hidden = check_sizes(vocab=vocab, n_out=n_out, embed=embed, hidden=hidden)
         self.embed = layers.Embedding(vocab, embed)
         self.rnn = _gru(hidden)
         self.out = layers.Dense(n_out)
 
     def call(self, x):
+        x = inputs.ids(x, "x", self.embed)                               # (B, T) ids in [0, vocab)
         _, h = self.rnn(self.embed(x))                   # h (B, H)
         return self.out(h)                               # (B, n_out)
 
@@ -59,11 +68,13 @@ class ManyToMany(_Model):
 
     def __init__(self, vocab: int, n_out: int, embed: int = 16, hidden: int = 64, **kwargs):
         super().__init__(**kwargs)
+        vocab, n_out, embed, hidden = check_sizes(vocab=vocab, n_out=n_out, embed=embed, hidden=hidden)
         self.embed = layers.Embedding(vocab, embed)
         self.rnn = _gru(hidden)
         self.out = layers.Dense(n_out)
 
     def call(self, x):
+        x = inputs.ids(x, "x", self.embed)                               # (B, T) ids in [0, vocab)
         states, _ = self.rnn(self.embed(x))              # (B, T, H)
         return self.out(states)                          # (B, T, n_out)
 
@@ -74,18 +85,22 @@ class OneToMany(_Model):
 
     def __init__(self, n_in: int, vocab: int, embed: int = 16, hidden: int = 64, **kwargs):
         super().__init__(**kwargs)
+        n_in, vocab, embed, hidden = check_sizes(n_in=n_in, vocab=vocab, embed=embed, hidden=hidden)
         self.init = layers.Embedding(n_in, hidden)
         self.embed = layers.Embedding(vocab, embed)
         self.rnn = _gru(hidden)
         self.out = layers.Dense(vocab)
 
     def call(self, x, tgt_in):
+        x, tgt_in = inputs.ids(x, "x", self.init, ndim=1), inputs.ids(tgt_in, "tgt_in", self.embed)
+        check_batch(x=shape_of(x), tgt_in=shape_of(tgt_in))
         h0 = ops.tanh(self.init(x))                      # (B, H)
         states, _ = self.rnn(self.embed(tgt_in), initial_state=h0)  # (B, T, H)
         return self.out(states)                          # (B, T, vocab)
 
     def generate(self, x, steps: int):
         """Greedy generation: x (B,) → ids (B, steps)."""
+        x, steps = inputs.ids(x, "x", self.init, ndim=1), check_int("steps", steps)
         h = ops.tanh(self.init(x))
         token = ops.full((ops.shape(x)[0], 1), BOS, dtype="int64")
         out = []
@@ -109,6 +124,7 @@ class Seq2Seq(_Model):
     def __init__(self, vocab: int, embed: int = 32, hidden: int = 64, attention: bool = False,
                  score: str | None = None, **kwargs):
         super().__init__(**kwargs)
+        vocab, embed, hidden = check_sizes(vocab=vocab, embed=embed, hidden=hidden)
         attention = attention or score is not None
         self.use_attention = attention
         self.embed = layers.Embedding(vocab, embed)
@@ -120,8 +136,13 @@ class Seq2Seq(_Model):
         self.out = layers.Dense(vocab)
 
     def encode(self, src):
+        src = inputs.ids(src, "src", self.embed)                         # (B, S) ids in [0, vocab)
         enc, h = self.encoder(self.embed(src))           # enc (B, S, H), h (B, H)
         return enc, h
+
+    def _src_mask(self, src_mask, enc):
+        """src_mask (B, S) as bool: True/1 on real tokens, False/0 on pads (None, or unused without attention)."""
+        return None if src_mask is None or not self.use_attention else inputs.bool_mask(src_mask, "src_mask")
 
     def step_logits(self, dec, enc, src_mask):
         """dec (B, T, H) decoder states → logits (B, T, vocab) and attention weights (B, T, S) or None."""
@@ -132,14 +153,19 @@ class Seq2Seq(_Model):
         return self.out(ops.tanh(self.combine(dec))), weights
 
     def call(self, src, tgt_in, src_mask=None):
-        enc, h = self.encode(src)
+        enc, h = self.encode(src)                                        # src (B, S) ids in [0, vocab)
+        tgt_in = inputs.ids(tgt_in, "tgt_in", self.embed)                # (B, T) ids in [0, vocab)
+        check_batch(src=shape_of(enc)[:2], tgt_in=shape_of(tgt_in))
+        src_mask = self._src_mask(src_mask, enc)
         dec, _ = self.decoder(self.embed(tgt_in), initial_state=h)  # (B, T, H), teacher forcing
         return self.step_logits(dec, enc, src_mask)[0]
 
     def generate(self, src, steps: int, src_mask=None):
         """Greedy decoding: src (B, S) → ids (B, steps), attention weights (B, steps, S) (zeros without
         attention)."""
+        steps = check_int("steps", steps)
         enc, h = self.encode(src)
+        src_mask = self._src_mask(src_mask, enc)                         # checked once, not at every step
         batch, length = ops.shape(src)[0], ops.shape(src)[1]
         token = ops.full((batch, 1), BOS, dtype="int64")
         tokens, weights = [], []

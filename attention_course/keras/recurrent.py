@@ -4,6 +4,7 @@ attention pooling, the attention GRU. Same names and signatures in both framewor
 Shapes: B batch, T timesteps, d features (embedding size), H recurrent units. Every block is built from
 ``Dense``/``Embedding``/``LSTM`` sub-layers named like the PyTorch twin's, so
 ``attention_course.parity.torch_to_keras`` copies the weights across.
+Inputs: tensors or NumPy arrays (float arrays as float32); a mask bool or 0/1; ids in [0, vocab) (``inputs``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import keras
 from keras import layers, ops
 
 from ..errors import ConfigError, check_choice, check_sequence_shapes
+from ..validate import check_int, check_positive, check_rate, check_sizes
+from . import inputs
 from .layers import masked_softmax
 from .models import _Model
 
@@ -33,24 +36,34 @@ class _Block(keras.layers.Layer):
 class VariationalLSTM(_Block):
     """An LSTM that returns every state, with ``dropout`` on the inputs and ``recurrent_dropout`` on h_{t-1},
     one mask per sequence ("variational" dropout): Keras' own ``LSTM`` (wrapped in ``Bidirectional`` when
-    ``bidirectional``). ``input_size`` is only there to match the PyTorch twin.
+    ``bidirectional``). ``input_size`` is the size d of the inputs it takes (as in the PyTorch twin).
     x (B, T, d) → states (B, T, H), or (B, T, 2H) when ``bidirectional``.
     """
 
     def __init__(self, input_size: int, hidden: int, bidirectional: bool = False, dropout: float = 0.0,
                  recurrent_dropout: float = 0.0, **kwargs):
         super().__init__(**kwargs)
-        self.hidden, self.bidirectional = hidden, bidirectional
+        input_size, hidden = check_sizes(input_size=input_size, hidden=hidden)
+        check_rate("dropout", dropout)
+        check_rate("recurrent_dropout", recurrent_dropout)
+        self.input_size, self.hidden, self.bidirectional = input_size, hidden, bidirectional
         lstm = layers.LSTM(hidden, return_sequences=True, dropout=dropout, recurrent_dropout=recurrent_dropout)
         self.lstm = layers.Bidirectional(lstm) if bidirectional else lstm
 
     def call(self, x):
+        x = inputs.floats(x, "x")
+        check_sequence_shapes("VariationalLSTM", x, features=self.input_size)
         return self.lstm(x)                 # Keras passes `training` down to the LSTM's dropouts
+
+
+def _sequence(x, mask, name: str = "x"):
+    """A layer's float input (B, T, d) and its mask as a tensor (its values are checked after its shape)."""
+    return inputs.floats(x, name), None if mask is None else inputs.tensor(mask, "mask")
 
 
 def _weights(scores, activation, mask=None):
     if activation == "linear":                                        # raw scores, no normalisation
-        return scores if mask is None else scores * ops.cast(mask, scores.dtype)
+        return scores if mask is None else ops.where(mask, scores, 0.0)
     if mask is None:
         return ops.softmax(scores, axis=-1)
     return masked_softmax(scores, mask)
@@ -69,19 +82,23 @@ class FeatureAttention(_Block):
     def __init__(self, features: int, activation: str = "softmax", single: bool = False, **kwargs):
         super().__init__(**kwargs)
         check_choice("activation", activation, ACTIVATIONS)
+        features = check_int("features", features)
         self.features, self.activation, self.single = features, activation, single
         self.score = layers.Dense(features)
 
     def call(self, x, mask=None, return_weights: bool = False):
         # x (B, T, d), mask (B, T) True on real tokens
+        x, mask = _sequence(x, mask)
         check_sequence_shapes("FeatureAttention", x, mask, features=self.features)
+        mask = inputs.bool_mask(mask)
         weights = _weights(self.score(x), self.activation)            # (B, T, d), rows sum to 1 over d
         if self.single:
             if mask is None:
                 avg = ops.mean(weights, axis=1, keepdims=True)        # (B, 1, d)
             else:
-                m = ops.expand_dims(ops.cast(mask, x.dtype), -1)      # (B, T, 1)
-                avg = ops.sum(weights * m, 1, keepdims=True) / ops.maximum(ops.sum(m, 1, keepdims=True), 1.0)
+                m = ops.expand_dims(mask, -1)                         # (B, T, 1)
+                total = ops.sum(ops.where(m, weights, 0.0), 1, keepdims=True)   # pads left out (0 × NaN = NaN)
+                avg = total / ops.maximum(ops.sum(ops.cast(m, x.dtype), 1, keepdims=True), 1.0)
             weights = ops.broadcast_to(avg, ops.shape(x))             # (B, T, d), the same at every step
         out = x * weights
         return (out, weights) if return_weights else out
@@ -101,12 +118,15 @@ class TimestepAttention(_Block):
     def __init__(self, steps: int, activation: str = "softmax", **kwargs):
         super().__init__(**kwargs)
         check_choice("activation", activation, ACTIVATIONS)
+        steps = check_int("steps", steps)
         self.steps, self.activation = steps, activation
         self.score = layers.Dense(steps)
 
     def call(self, x, mask=None, return_weights: bool = False):
         # x (B, T, d), mask (B, T) True on real tokens
+        x, mask = _sequence(x, mask)
         check_sequence_shapes("TimestepAttention", x, mask, steps=self.steps)
+        mask = inputs.bool_mask(mask)
         scores = self.score(ops.transpose(x, (0, 2, 1)))              # (B, d, T): per feature, over time
         m = None if mask is None else ops.expand_dims(mask, 1)        # (B, 1, T)
         weights = ops.mean(_weights(scores, self.activation, mask=m), axis=1)   # (B, T)
@@ -124,14 +144,17 @@ class AttentionPooling(_Block):
 
     def __init__(self, hidden: int, **kwargs):
         super().__init__(**kwargs)
+        hidden = check_int("hidden", hidden)
         self.hidden = hidden
         self.score = layers.Dense(1)
 
     def call(self, states, mask=None, return_weights: bool = False):
+        states, mask = _sequence(states, mask, "states")
         check_sequence_shapes("AttentionPooling", states, mask, features=self.hidden)
+        mask = inputs.bool_mask(mask)
         e = ops.tanh(self.score(states))[..., 0]                      # (B, T)
         weights = masked_softmax(ops.expand_dims(e, 1), mask)[:, 0]   # (B, T), sums to 1 over the real steps
-        context = ops.sum(ops.expand_dims(weights, -1) * states, axis=1)   # (B, H)
+        context = ops.sum(ops.expand_dims(weights, -1) * inputs.hide(states, mask), axis=1)   # (B, H), pads zeroed
         return (context, weights) if return_weights else context
 
     def get_config(self):
@@ -146,12 +169,14 @@ class AttentionGRU(_Block):
 
     def __init__(self, input_size: int, hidden: int, **kwargs):
         super().__init__(**kwargs)
+        input_size, hidden = check_sizes(input_size=input_size, hidden=hidden)
         self.input_size, self.hidden = input_size, hidden
         self.W_r, self.U_r = layers.Dense(hidden), layers.Dense(hidden)
         self.W, self.U = layers.Dense(hidden), layers.Dense(hidden)
 
     def call(self, facts, gates):
-        check_sequence_shapes("AttentionGRU", facts, gates, mask_name="gates")
+        facts, gates = inputs.floats(facts, "facts"), inputs.floats(gates, "gates")
+        check_sequence_shapes("AttentionGRU", facts, gates, features=self.input_size, mask_name="gates")
         xr, xh = self.W_r(facts), self.W(facts)                       # (B, T, H) each, for every step at once
         h = ops.zeros((ops.shape(facts)[0], self.hidden), dtype=facts.dtype)
         for t in range(facts.shape[1]):                               # T is static: a short unrolled loop
@@ -181,6 +206,8 @@ class NERTagger(_Model):
         check_choice("attention", attention, NER_ATTENTION)
         if attention == "timestep" and max_len is None:
             raise ConfigError("timestep-wise attention needs max_len: its Dense layer is max_len × max_len")
+        vocab, n_tags, embed, hidden = check_sizes(vocab=vocab, n_tags=n_tags, embed=embed, hidden=hidden)
+        check_rate("dropout", dropout)
         self.embed = layers.Embedding(vocab, embed)
         if attention == "timestep":
             self.attention = TimestepAttention(max_len, activation)
@@ -193,6 +220,7 @@ class NERTagger(_Model):
         self.out = layers.Dense(n_tags)
 
     def call(self, x, return_weights: bool = False):
+        x = inputs.ids(x, "x", self.embed)                          # (B, T) ids in [0, vocab)
         h = self.embed(x)                                             # (B, T, d)
         weights = None
         if self.attention is not None:
@@ -216,6 +244,9 @@ class SentimentClassifier(_Model):
                  dropout: float = 0.3, recurrent_dropout: float = 0.2, embed_init: float | None = None, **kwargs):
         super().__init__(**kwargs)
         check_choice("pooling", pooling, POOLING)
+        vocab, embed, hidden = check_sizes(vocab=vocab, embed=embed, hidden=hidden)
+        if embed_init is not None:
+            check_positive("embed_init", embed_init)
         self.pooling = pooling
         init = "uniform" if embed_init is None else keras.initializers.RandomUniform(-embed_init, embed_init)
         self.embed = layers.Embedding(vocab, embed, embeddings_initializer=init)   # Keras' default: U(-0.05, 0.05)
@@ -225,6 +256,7 @@ class SentimentClassifier(_Model):
         self.out = layers.Dense(2)
 
     def call(self, x, mask=None, return_weights: bool = False):
+        x = inputs.ids(x, "x", self.embed)                          # (B, T) ids in [0, vocab)
         states = self.rnn(self.embed(x))                              # (B, T, H)
         weights = None
         if self.pooling == "last":

@@ -6,6 +6,7 @@ weights with the masked softmax and averages the values.
 
 The learned scores are built from bias-free ``Dense`` sub-layers named after the symbols of the papers
 (``W_a``, ``U_a``, ``v_a``), so ``attention_course.parity.torch_to_keras`` copies the PyTorch twins' weights in.
+Inputs: tensors or NumPy arrays (float arrays as float32); a mask bool or 0/1 (see ``inputs``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import keras
 from keras import layers, ops
 
 from ..errors import ConfigError, check_score_shapes
+from ..validate import check_sizes
+from . import inputs
 from .layers import masked_softmax
 
 __all__ = ["DotScore", "ScaledDotScore", "GeneralScore", "ConcatScore", "AdditiveScore", "ScoredAttention",
@@ -43,6 +46,7 @@ class DotScore(_Score):
     """score(q, k) = qᵀk (Luong's "dot"). query (B, T_q, d), key (B, T_k, d) → (B, T_q, T_k)."""
 
     def call(self, query, key):
+        query, key = inputs.pair(query, key)                       # float tensors
         check_score_shapes(self, query, key)
         return ops.matmul(query, ops.transpose(key, (0, 2, 1)))    # (B, T_q, T_k)
 
@@ -51,6 +55,7 @@ class ScaledDotScore(_Score):
     """score(q, k) = qᵀk / √d (the Transformer's). query (B, T_q, d), key (B, T_k, d) → (B, T_q, T_k)."""
 
     def call(self, query, key):
+        query, key = inputs.pair(query, key)                       # float tensors
         check_score_shapes(self, query, key)
         return ops.matmul(query, ops.transpose(key, (0, 2, 1))) / math.sqrt(query.shape[-1])
 
@@ -65,6 +70,7 @@ class GeneralScore(_Score):
         self.W_a = layers.Dense(d_query, use_bias=False)
 
     def call(self, query, key):
+        query, key = inputs.pair(query, key)                       # float tensors
         check_score_shapes(self, query, key)
         return ops.matmul(query, ops.transpose(self.W_a(key), (0, 2, 1)))  # (B, T_q, d_q) @ (B, d_q, T_k)
 
@@ -83,6 +89,7 @@ class ConcatScore(_Score):
         self.v_a = layers.Dense(1, use_bias=False)
 
     def call(self, query, key):
+        query, key = inputs.pair(query, key)                       # float tensors
         check_score_shapes(self, query, key)
         t_q, t_k = ops.shape(query)[1], ops.shape(key)[1]
         q = ops.repeat(ops.expand_dims(query, 2), t_k, axis=2)       # (B, T_q, T_k, d_q)
@@ -106,6 +113,7 @@ class AdditiveScore(_Score):
         self.v_a = layers.Dense(1, use_bias=False)
 
     def call(self, query, key):
+        query, key = inputs.pair(query, key)                       # float tensors
         check_score_shapes(self, query, key)
         hidden = ops.expand_dims(self.W_a(query), 2) + ops.expand_dims(self.U_a(key), 1)  # (B, T_q, T_k, units)
         return ops.squeeze(self.v_a(ops.tanh(hidden)), -1)          # (B, T_q, T_k)
@@ -128,6 +136,7 @@ def make_score(score: str, d_query: int | None = None, d_key: int | None = None,
                           f"default to d_query)")
     d_key = d_query if d_key is None else d_key
     units = d_query if units is None else units
+    d_query, d_key, units = check_sizes(d_query=d_query, d_key=d_key, units=units)
     if score == "general":
         return GeneralScore(d_query, d_key)
     return (ConcatScore if score == "concat" else AdditiveScore)(d_query, d_key, units)
@@ -156,10 +165,11 @@ class ScoredAttention(keras.layers.Layer):
 
     def call(self, query, key, value, mask=None, return_weights: bool = False):
         # query (B, T_q, d_q), key (B, T_k, d_k), value (B, T_k, d_v), mask (B, T_k) or (B, T_q, T_k)
+        query, key, value, mask = inputs.attention(query, key, value, mask, same_d=False)   # floats, bool mask
         check_score_shapes(self.score, query, key, value, mask)
         scores = self.score(query, key)                            # (B, T_q, T_k)
         weights = masked_softmax(scores, mask)                     # rows sum to 1 over the visible keys
-        context = ops.matmul(weights, value)                       # (B, T_q, d_v)
+        context = ops.matmul(weights, inputs.hide(value, mask))    # (B, T_q, d_v); hidden rows zeroed
         return (context, weights) if return_weights else context
 
     def get_config(self):

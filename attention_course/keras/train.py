@@ -7,7 +7,10 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from ..metrics import token_accuracy
 from ..train import History, batches, progress
+from ..validate import check_data, check_int, check_positive, check_sizes, check_targets
+from . import inputs as course_inputs
 
 
 def device() -> str:
@@ -32,9 +35,12 @@ def fit(model: keras.Model, inputs, targets, *, epochs: int, batch_size: int = 6
     positions whose target equals ``ignore_index`` (padding) are left out of the loss and accuracy.
     Returns the per-epoch history (loss, accuracy).
     """
+    n = check_data(inputs, targets)                      # as many examples in each
+    epochs, batch_size = check_sizes(epochs=epochs, batch_size=batch_size)
+    check_positive("lr", lr)
     optimizer = keras.optimizers.Adam(learning_rate=lr)
-    n = len(targets)
-    model(*[a[:2] for a in inputs])                      # build the variables eagerly
+    logits = model(*[a[:2] for a in inputs])             # build the variables eagerly
+    check_targets(targets, (n, *logits.shape[1:]), ignore_index)
     optimizer.build(model.trainable_variables)
 
     @tf.function(reduce_retracing=True)
@@ -52,7 +58,7 @@ def fit(model: keras.Model, inputs, targets, *, epochs: int, batch_size: int = 6
     history = History()
     rng = np.random.default_rng(seed)
     steps = epochs * ((n + batch_size - 1) // batch_size)
-    with progress(total=steps, desc=desc or "keras") as bar:
+    with course_inputs.graph_errors(), progress(total=steps, desc=desc or "keras") as bar:
         for _ in range(epochs):
             total, correct, count = 0.0, 0, 0
             for idx in batches(n, batch_size, rng):
@@ -69,7 +75,8 @@ def fit(model: keras.Model, inputs, targets, *, epochs: int, batch_size: int = 6
 
 def predict(model: keras.Model, inputs, batch_size: int = 512) -> np.ndarray:
     """``model(*inputs)`` in inference mode, batched, as a NumPy array."""
-    n = len(inputs[0])
+    n = check_data(inputs)
+    check_int("batch_size", batch_size)
     outs = [ops.convert_to_numpy(model(*[a[i:i + batch_size] for a in inputs], training=False))
             for i in range(0, n, batch_size)]
     return np.concatenate(outs)
@@ -77,6 +84,5 @@ def predict(model: keras.Model, inputs, batch_size: int = 512) -> np.ndarray:
 
 def accuracy(model: keras.Model, inputs, targets, ignore_index: int | None = None) -> float:
     """Share of correct argmax predictions, leaving out ``ignore_index`` targets."""
-    pred = predict(model, inputs).argmax(-1)
-    keep = targets != ignore_index if ignore_index is not None else np.ones_like(targets, dtype=bool)
-    return float(((pred == targets) & keep).sum() / keep.sum())
+    check_data(inputs, targets)
+    return token_accuracy(predict(model, inputs).argmax(-1), np.asarray(targets), pad=ignore_index)

@@ -4,6 +4,7 @@ local-p), the pointer model that compares them, and its training loop.
 Every name mirrors its twin in ``attention_course.keras.hard``: same arguments, sub-layer names and call
 signatures. Random draws can be passed in (``noise``: Gumbel noise of the scores' shape) so the two frameworks
 can be compared exactly. Shapes: B batch, T_q queries, S (= T_k) keys, d features, W = 2·window + 1.
+Inputs: tensors or NumPy arrays (float arrays as float32); a mask bool or 0/1; ids in [0, vocab) (``inputs``).
 """
 
 from __future__ import annotations
@@ -15,14 +16,24 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..errors import ConfigError, check_attention_shapes
+from ..errors import ConfigError, check_sequence_shapes, shape_of
 from ..train import progress
+from ..validate import (
+    TAU_HINT,
+    check_int,
+    check_not_empty,
+    check_positive,
+    check_same_shape,
+    check_sizes,
+    check_training,
+)
+from . import inputs
 from .layers import DotProductAttention, masked_softmax
 from .train import device
 
 __all__ = [
     "gumbel_noise", "gumbel_softmax", "HardAttention", "GumbelSoftmaxAttention", "LocalAttention",
-    "PointerModel", "train_pointer", "reinforce_gradients", "time_attention",
+    "PointerModel", "train_pointer", "reinforce_gradients",
 ]
 
 _NEG = -1e9  # the score of a masked key before a sampled softmax (finite: noise and 1/τ keep it finite)
@@ -42,8 +53,10 @@ def gumbel_softmax(logits, tau: float = 1.0, hard: bool = False, noise=None):
     ``hard=True``: the straight-through estimator: the forward value is the one-hot vector of the sample's
     argmax, the gradient is the soft sample's. ``noise``: pre-drawn g (same shape as ``logits``).
     """
-    if noise is None:
-        noise = gumbel_noise(logits.shape).to(logits.device, logits.dtype)
+    check_positive("tau", tau, TAU_HINT)
+    logits = inputs.floats(logits, "logits")
+    noise = gumbel_noise(logits.shape) if noise is None else _noise(noise, logits)
+    noise = noise.to(logits.device, logits.dtype)
     soft = torch.softmax((logits + noise) / tau, dim=-1)            # (…, S), differentiable
     if not hard:
         return soft
@@ -52,16 +65,22 @@ def gumbel_softmax(logits, tau: float = 1.0, hard: bool = False, noise=None):
     return one_hot - soft.detach() + soft                             # value: one-hot; gradient: soft's
 
 
+def _noise(noise, scores):
+    """Pre-drawn Gumbel noise: floats of the scores' shape."""
+    noise = inputs.floats(noise, "noise", scores.device)
+    check_same_shape("noise", shape_of(noise), shape_of(scores), "the scores (B, T_q, S)")
+    return noise
+
+
 def _scores(query, key, scale: bool):
     scores = query @ key.transpose(1, 2)                              # (B, T_q, S)
     return scores / math.sqrt(query.shape[-1]) if scale else scores
 
 
 def _key_mask(mask, shape):
-    """A (B, T_k) or broadcastable (B, T_q, T_k) mask → bool (B, T_q, T_k); None → all True."""
+    """A bool (B, T_k) or broadcastable (B, T_q, T_k) mask → (B, T_q, T_k); None → all True."""
     if mask is None:
         return torch.ones(shape, dtype=torch.bool)
-    mask = mask.to(torch.bool)
     if mask.dim() == 2:
         mask = mask[:, None, :]
     return mask.expand(shape)
@@ -83,19 +102,18 @@ class HardAttention(nn.Module):
 
     def forward(self, query, key, value, mask=None, noise=None, greedy: bool = False,
                 return_weights: bool = False):
-        check_attention_shapes(query, key, value, mask)
+        query, key, value, mask = inputs.attention(query, key, value, mask)   # floats, bool mask
         scores = _scores(query, key, self.scale)                      # (B, T_q, S)
         visible = _key_mask(mask, scores.shape).to(scores.device)     # (B, T_q, S)
         log_probs = torch.log_softmax(scores.masked_fill(~visible, _NEG), dim=-1)
         if greedy:
             index = log_probs.argmax(dim=-1)                          # (B, T_q)
         else:
-            if noise is None:
-                noise = gumbel_noise(scores.shape, self.generator).to(scores.device, scores.dtype)
-            index = (log_probs + noise).argmax(dim=-1)                # Gumbel-max: a sample from π
+            noise = gumbel_noise(scores.shape, self.generator) if noise is None else _noise(noise, scores)
+            index = (log_probs + noise.to(scores.device, scores.dtype)).argmax(dim=-1)   # Gumbel-max: a sample
         row = visible.any(dim=-1)                                     # (B, T_q): has at least one key
-        one_hot = nn.functional.one_hot(index, scores.shape[-1]).to(value.dtype) * row[..., None]
-        context = one_hot @ value                                     # (B, T_q, d_v): the sampled value
+        picked = value.gather(1, index[..., None].expand(-1, -1, value.shape[-1]))   # (B, T_q, d_v)
+        context = picked.masked_fill(~row[..., None], 0)              # the sampled value (gathered: no 0 × NaN)
         log_prob = log_probs.gather(-1, index[..., None])[..., 0] * row   # (B, T_q)
         if return_weights:
             return context, index, log_prob, log_probs.exp() * visible
@@ -112,23 +130,23 @@ class GumbelSoftmaxAttention(nn.Module):
 
     def __init__(self, tau: float = 1.0, hard: bool = True, scale: bool = False, seed: int | None = None):
         super().__init__()
+        check_positive("tau", tau, TAU_HINT)
         self.tau, self.hard, self.scale, self.seed = tau, hard, scale, seed
         self.generator = None if seed is None else torch.Generator().manual_seed(seed)
 
     def forward(self, query, key, value, mask=None, noise=None, greedy: bool = False,
                 return_weights: bool = False):
-        check_attention_shapes(query, key, value, mask)
+        query, key, value, mask = inputs.attention(query, key, value, mask)   # floats, bool mask
         scores = _scores(query, key, self.scale)
         visible = _key_mask(mask, scores.shape).to(scores.device)
         scores = scores.masked_fill(~visible, _NEG)
         if greedy:
             weights = nn.functional.one_hot(scores.argmax(-1), scores.shape[-1]).to(value.dtype)
         else:
-            if noise is None:
-                noise = gumbel_noise(scores.shape, self.generator).to(scores.device, scores.dtype)
+            noise = gumbel_noise(scores.shape, self.generator) if noise is None else _noise(noise, scores)
             weights = gumbel_softmax(scores, self.tau, self.hard, noise)
         weights = weights * visible                                   # fully masked rows → zeros
-        context = weights @ value
+        context = weights @ inputs.hide(value, mask)                  # hidden rows zeroed (0 × NaN = NaN)
         return (context, weights) if return_weights else context
 
 
@@ -149,11 +167,11 @@ class LocalAttention(nn.Module):
         super().__init__()
         if mode not in ("m", "p"):
             raise ConfigError(f"unknown local attention mode {mode!r}: use 'm' (monotonic) or 'p' (predictive)")
-        if window < (1 if mode == "p" else 0):
-            raise ConfigError(f"window (the half-width D) must be >= {1 if mode == 'p' else 0}, got {window}")
+        window = check_int("window (the half-width D)", window, 1 if mode == "p" else 0)
         if mode == "p" and dim is None:
             raise ConfigError("local-p predicts its centre from the query: give dim=<query size>")
-        self.mode, self.window, self.dim, self.scale = mode, int(window), dim, scale
+        dim = dim if mode == "m" and dim is None else check_int("dim (the query size)", dim)
+        self.mode, self.window, self.dim, self.scale = mode, window, dim, scale
         if mode == "p":
             self.w_p = nn.Linear(dim, dim, bias=False)
             self.v_p = nn.Linear(dim, 1, bias=False)
@@ -166,7 +184,11 @@ class LocalAttention(nn.Module):
         return length * torch.sigmoid(self.v_p(torch.tanh(self.w_p(query))))[..., 0]
 
     def forward(self, query, key, value, mask=None, return_weights: bool = False):
-        check_attention_shapes(query, key, value, mask)
+        query, key, value, mask = inputs.attention(query, key, value, mask)   # floats, bool mask
+        check_not_empty("query", query.shape, what="T_q")
+        check_not_empty("key", key.shape, what="S")
+        if self.mode == "p":                                          # w_p reads queries of size dim
+            check_sequence_shapes("LocalAttention(mode='p') query", query, features=self.dim)
         b, t_q, d = query.shape
         s, d_v = key.shape[1], value.shape[-1]
         p = self.centres(query, s)                                    # (B, T_q)
@@ -178,9 +200,9 @@ class LocalAttention(nn.Module):
         k_win = key.reshape(b * s, d).index_select(0, rows).reshape(b, t_q, -1, d)          # (B, T_q, W, d)
         v_win = value.reshape(b * s, d_v).index_select(0, rows).reshape(b, t_q, -1, d_v)    # (B, T_q, W, d_v)
         if mask is not None:                                                                # and visible
-            m = mask.to(torch.bool)
-            m = m[:, None, :] if m.dim() == 2 else m
+            m = mask[:, None, :] if mask.dim() == 2 else mask
             inside = inside & m.expand(b, t_q, s).gather(-1, idx)
+            v_win = v_win.masked_fill(~inside[..., None], 0)                                # 0 × NaN = NaN
         scores = (query[:, :, None, :] * k_win).sum(-1)               # (B, T_q, W)
         if self.scale:
             scores = scores / math.sqrt(d)
@@ -216,6 +238,8 @@ class PointerModel(nn.Module):
         super().__init__()
         if attention not in self.VARIANTS:
             raise ConfigError(f"unknown attention {attention!r}: use one of {', '.join(self.VARIANTS)}")
+        vocab, n_out, length, steps, dim = check_sizes(vocab=vocab, n_out=n_out, length=length, steps=steps,
+                                                       dim=dim)
         self.attention, self.length, self.steps = attention, length, steps
         self.step = nn.Embedding(steps, dim)
         self.symbol = nn.Embedding(vocab, dim)
@@ -231,6 +255,7 @@ class PointerModel(nn.Module):
         self.out = nn.Linear(dim, n_out)
 
     def _inputs(self, x):
+        x = inputs.ids(x, "x", self.symbol, length=self.length)               # (B, S) ids in [0, vocab)
         b, s = x.shape
         values = self.symbol(x)                                                    # (B, S, d)
         keys = values + self.position(torch.arange(s, device=x.device))[None]      # (B, S, d)
@@ -239,7 +264,7 @@ class PointerModel(nn.Module):
 
     def forward(self, x, noise=None, greedy: bool = False):
         queries, keys, values = self._inputs(x)
-        log_prob = torch.zeros(queries.shape[:2], device=x.device)
+        log_prob = torch.zeros(queries.shape[:2], device=queries.device)
         if self.attention == "hard":
             context, index, log_prob = self.attend(queries, keys, values, noise=noise, greedy=greedy)
             weights = nn.functional.one_hot(index, x.shape[1]).to(context.dtype)   # the sampled position
@@ -289,6 +314,8 @@ def train_pointer(model: PointerModel, x, y, *, steps: int, batch_size: int = 64
     Returns {"history": [{step, loss, accuracy, entropy, seconds}], "snapshots": [(step, (n_probe, T, S))],
     "seconds": training time without evaluation}.
     """
+    check_training(x, y, (len(y), model.steps, model.out.out_features), steps=steps, batch_size=batch_size,
+                   eval_every=eval_every)
     rng = np.random.default_rng(seed)
     dev = device()
     model.to(dev)
@@ -350,6 +377,7 @@ def reinforce_gradients(model: PointerModel, x, y, *, draws: int, baseline: floa
     with respect to the attention parameters (the ``step`` and ``position`` embeddings), on the fixed batch
     (x, y), each with fresh noise. ``baseline``: the constant b subtracted from r (None: no baseline).
     Returns (gradients (draws, n_parameters) float64, rewards (draws,): the mean reward of each draw)."""
+    check_training(x, y, (len(y), model.steps, model.out.out_features), draws=draws)
     rng = np.random.default_rng(seed)
     dev = model.step.weight.device
     xb, yb = torch.as_tensor(x, device=dev), torch.as_tensor(y, device=dev)
@@ -363,26 +391,3 @@ def reinforce_gradients(model: PointerModel, x, y, *, draws: int, baseline: floa
         out.append(torch.cat([g.reshape(-1) for g in grads]).double().cpu().numpy())
         rewards.append(float(reward.mean()))
     return np.stack(out), np.array(rewards)
-
-
-def time_attention(kind: str, length: int, *, window: int = 8, dim: int = 32, batch: int = 1,
-                   repeats: int = 5, seed: int = 0) -> float:
-    """Seconds for one forward pass (the best of ``repeats``) of ``kind`` = "global" (dot-product over all
-    keys) or "local-m"/"local-p" (half-width ``window``), with ``length`` queries and keys."""
-    dev = device()
-    gen = torch.Generator().manual_seed(seed)
-    q, k, v = (torch.randn(batch, length, dim, generator=gen).to(dev) for _ in range(3))
-    layer = DotProductAttention(scale=True) if kind == "global" else \
-        LocalAttention(mode=kind[-1], window=window, dim=dim, scale=True)
-    layer.to(dev)
-    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
-    best = float("inf")
-    with torch.no_grad():
-        layer(q, k, v)                                                   # warm-up
-        sync()
-        for _ in range(repeats):
-            start = time.perf_counter()
-            layer(q, k, v)
-            sync()
-            best = min(best, time.perf_counter() - start)
-    return best

@@ -2,6 +2,8 @@
 
 Every model mirrors its twin in ``attention_course.keras``: same class name, constructor arguments,
 sub-layer names and call signature, so weights can be copied across (``attention_course.parity``).
+Inputs: token ids (tensors or NumPy arrays) must be integers in [0, vocab); every sequence needs at least one
+step; a mask is bool or 0/1 (``inputs``).
 """
 
 from __future__ import annotations
@@ -9,6 +11,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..errors import shape_of
+from ..validate import check_batch, check_int, check_sizes
+from . import inputs
 from .layers import DotProductAttention
 from .scores import ScoredAttention
 
@@ -20,11 +25,13 @@ class OneToOne(nn.Module):
 
     def __init__(self, n_in: int, n_out: int, hidden: int = 32):
         super().__init__()
+        n_in, n_out, hidden = check_sizes(n_in=n_in, n_out=n_out, hidden=hidden)
         self.embed = nn.Embedding(n_in, hidden)
         self.hidden = nn.Linear(hidden, hidden)
         self.out = nn.Linear(hidden, n_out)
 
     def forward(self, x):
+        x = inputs.ids(x, "x", self.embed, ndim=1)                       # (B,) ids in [0, n_in)
         return self.out(torch.relu(self.hidden(self.embed(x))))
 
 
@@ -33,11 +40,13 @@ class ManyToOne(nn.Module):
 
     def __init__(self, vocab: int, n_out: int, embed: int = 16, hidden: int = 64):
         super().__init__()
+        vocab, n_out, embed, hidden = check_sizes(vocab=vocab, n_out=n_out, embed=embed, hidden=hidden)
         self.embed = nn.Embedding(vocab, embed)
         self.rnn = nn.GRU(embed, hidden, batch_first=True)
         self.out = nn.Linear(hidden, n_out)
 
     def forward(self, x):
+        x = inputs.ids(x, "x", self.embed)                               # (B, T) ids in [0, vocab)
         _, h = self.rnn(self.embed(x))                   # h (1, B, H)
         return self.out(h[0])                            # (B, n_out)
 
@@ -47,11 +56,13 @@ class ManyToMany(nn.Module):
 
     def __init__(self, vocab: int, n_out: int, embed: int = 16, hidden: int = 64):
         super().__init__()
+        vocab, n_out, embed, hidden = check_sizes(vocab=vocab, n_out=n_out, embed=embed, hidden=hidden)
         self.embed = nn.Embedding(vocab, embed)
         self.rnn = nn.GRU(embed, hidden, batch_first=True)
         self.out = nn.Linear(hidden, n_out)
 
     def forward(self, x):
+        x = inputs.ids(x, "x", self.embed)                               # (B, T) ids in [0, vocab)
         states, _ = self.rnn(self.embed(x))              # (B, T, H)
         return self.out(states)                          # (B, T, n_out)
 
@@ -62,12 +73,15 @@ class OneToMany(nn.Module):
 
     def __init__(self, n_in: int, vocab: int, embed: int = 16, hidden: int = 64):
         super().__init__()
+        n_in, vocab, embed, hidden = check_sizes(n_in=n_in, vocab=vocab, embed=embed, hidden=hidden)
         self.init = nn.Embedding(n_in, hidden)
         self.embed = nn.Embedding(vocab, embed)
         self.rnn = nn.GRU(embed, hidden, batch_first=True)
         self.out = nn.Linear(hidden, vocab)
 
     def forward(self, x, tgt_in):
+        x, tgt_in = inputs.ids(x, "x", self.init, ndim=1), inputs.ids(tgt_in, "tgt_in", self.embed)
+        check_batch(x=shape_of(x), tgt_in=shape_of(tgt_in))
         h0 = torch.tanh(self.init(x))[None]              # (1, B, H)
         states, _ = self.rnn(self.embed(tgt_in), h0)     # (B, T, H)
         return self.out(states)                          # (B, T, vocab)
@@ -75,6 +89,7 @@ class OneToMany(nn.Module):
     @torch.no_grad()
     def generate(self, x, steps: int):
         """Greedy generation: x (B,) → ids (B, steps)."""
+        x, steps = inputs.ids(x, "x", self.init, ndim=1), check_int("steps", steps)
         h = torch.tanh(self.init(x))[None]
         token = torch.full((x.shape[0], 1), BOS, dtype=torch.long, device=x.device)
         out = []
@@ -98,6 +113,7 @@ class Seq2Seq(nn.Module):
     def __init__(self, vocab: int, embed: int = 32, hidden: int = 64, attention: bool = False,
                  score: str | None = None):
         super().__init__()
+        vocab, embed, hidden = check_sizes(vocab=vocab, embed=embed, hidden=hidden)
         attention = attention or score is not None
         self.use_attention = attention
         self.embed = nn.Embedding(vocab, embed)
@@ -109,8 +125,15 @@ class Seq2Seq(nn.Module):
         self.out = nn.Linear(hidden, vocab)
 
     def encode(self, src):
+        src = inputs.ids(src, "src", self.embed)                         # (B, S) ids in [0, vocab)
         enc, h = self.encoder(self.embed(src))           # enc (B, S, H), h (1, B, H)
         return enc, h
+
+    def _src_mask(self, src_mask, enc):
+        """src_mask (B, S) as bool: True/1 on real tokens, False/0 on pads (None, or unused without attention)."""
+        if src_mask is None or not self.use_attention:
+            return None
+        return inputs.bool_mask(src_mask, "src_mask", enc.device)
 
     def step_logits(self, dec, enc, src_mask):
         """dec (B, T, H) decoder states → logits (B, T, vocab) and attention weights (B, T, S) or None."""
@@ -121,7 +144,10 @@ class Seq2Seq(nn.Module):
         return self.out(torch.tanh(self.combine(dec))), weights
 
     def forward(self, src, tgt_in, src_mask=None):
-        enc, h = self.encode(src)
+        enc, h = self.encode(src)                                        # src (B, S) ids in [0, vocab)
+        tgt_in = inputs.ids(tgt_in, "tgt_in", self.embed)                # (B, T) ids in [0, vocab)
+        check_batch(src=shape_of(enc)[:2], tgt_in=shape_of(tgt_in))
+        src_mask = self._src_mask(src_mask, enc)
         dec, _ = self.decoder(self.embed(tgt_in), h)     # (B, T, H), teacher forcing
         return self.step_logits(dec, enc, src_mask)[0]
 
@@ -129,13 +155,15 @@ class Seq2Seq(nn.Module):
     def generate(self, src, steps: int, src_mask=None):
         """Greedy decoding: src (B, S) → ids (B, steps), attention weights (B, steps, S) (zeros without
         attention)."""
+        steps = check_int("steps", steps)
         enc, h = self.encode(src)
-        token = torch.full((src.shape[0], 1), BOS, dtype=torch.long, device=src.device)
+        src_mask = self._src_mask(src_mask, enc)                         # checked once, not at every step
+        token = torch.full((enc.shape[0], 1), BOS, dtype=torch.long, device=enc.device)
         tokens, weights = [], []
         for _ in range(steps):
             dec, h = self.decoder(self.embed(token), h)  # (B, 1, H)
             logits, w = self.step_logits(dec, enc, src_mask)
             token = logits.argmax(-1)                    # (B, 1)
             tokens.append(token)
-            weights.append(w if w is not None else torch.zeros(src.shape[0], 1, src.shape[1]))
+            weights.append(w if w is not None else enc.new_zeros(enc.shape[0], 1, enc.shape[1]))
         return torch.cat(tokens, dim=1), torch.cat(weights, dim=1)

@@ -4,6 +4,7 @@ attention pooling, the attention GRU. Same names and signatures in both framewor
 Shapes: B batch, T timesteps, d features (embedding size), H recurrent units. Every block is built from
 ``nn.Linear``/``nn.Embedding``/``nn.LSTM`` sub-layers named like the Keras twin's, so
 ``attention_course.parity.torch_to_keras`` copies the weights across.
+Inputs: tensors or NumPy arrays (float arrays as float32); a mask bool or 0/1; ids in [0, vocab) (``inputs``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import torch
 from torch import nn
 
 from ..errors import ConfigError, check_choice, check_sequence_shapes
+from ..validate import check_int, check_positive, check_rate, check_sizes
+from . import inputs
 from .layers import masked_softmax
 
 __all__ = ["ACTIVATIONS", "NER_ATTENTION", "POOLING", "VariationalLSTM", "FeatureAttention", "TimestepAttention",
@@ -34,7 +37,10 @@ class VariationalLSTM(nn.Module):
     def __init__(self, input_size: int, hidden: int, bidirectional: bool = False, dropout: float = 0.0,
                  recurrent_dropout: float = 0.0):
         super().__init__()
+        input_size, hidden = check_sizes(input_size=input_size, hidden=hidden)
         self.hidden, self.bidirectional = hidden, bidirectional
+        check_rate("dropout", dropout)
+        check_rate("recurrent_dropout", recurrent_dropout)
         self.dropout, self.recurrent_dropout = dropout, recurrent_dropout
         self.lstm = nn.LSTM(input_size, hidden, batch_first=True, bidirectional=bidirectional)
 
@@ -62,6 +68,8 @@ class VariationalLSTM(nn.Module):
         return torch.stack(states, dim=1)                             # (B, T, H)
 
     def forward(self, x):
+        x = inputs.floats(x, "x", inputs.device_of(self))
+        check_sequence_shapes("VariationalLSTM", x, features=self.lstm.input_size)
         if not (self.training and (self.dropout > 0 or self.recurrent_dropout > 0)):
             return self.lstm(x)[0]                                    # fused kernel, no dropout
         out = [self._direction(x, "", reverse=False)]
@@ -70,9 +78,15 @@ class VariationalLSTM(nn.Module):
         return torch.cat(out, dim=-1)
 
 
+def _sequence(layer, x, mask, name: str = "x"):
+    """A layer's float input (B, T, d) and its mask as a tensor (its values are checked after its shape)."""
+    x = inputs.floats(x, name, inputs.device_of(layer))
+    return x, None if mask is None else inputs.tensor(mask, "mask", x.device)
+
+
 def _weights(scores, activation, dim, mask=None):
     if activation == "linear":                                        # raw scores, no normalisation
-        return scores if mask is None else scores * mask.to(scores.dtype)
+        return scores if mask is None else scores.masked_fill(~mask, 0)
     if mask is None:
         return torch.softmax(scores, dim=dim)
     return masked_softmax(scores, mask)
@@ -91,19 +105,23 @@ class FeatureAttention(nn.Module):
     def __init__(self, features: int, activation: str = "softmax", single: bool = False):
         super().__init__()
         check_choice("activation", activation, ACTIVATIONS)
+        features = check_int("features", features)
         self.features, self.activation, self.single = features, activation, single
         self.score = nn.Linear(features, features)
 
     def forward(self, x, mask=None, return_weights: bool = False):
         # x (B, T, d), mask (B, T) True on real tokens
+        x, mask = _sequence(self, x, mask)
         check_sequence_shapes("FeatureAttention", x, mask, features=self.features)
+        mask = inputs.bool_mask(mask)
         weights = _weights(self.score(x), self.activation, dim=-1)    # (B, T, d), rows sum to 1 over d
         if self.single:
             if mask is None:
                 avg = weights.mean(dim=1, keepdim=True)               # (B, 1, d)
             else:
-                m = mask.to(x.dtype)[..., None]                       # (B, T, 1)
-                avg = (weights * m).sum(1, keepdim=True) / m.sum(1, keepdim=True).clamp(min=1)
+                m = mask[..., None]                                   # (B, T, 1)
+                total = weights.masked_fill(~m, 0).sum(1, keepdim=True)   # pads left out (0 × NaN = NaN)
+                avg = total / m.sum(1, keepdim=True).clamp(min=1)
             weights = avg.expand_as(x)                                # (B, T, d), the same at every step
         out = x * weights
         return (out, weights) if return_weights else out
@@ -119,12 +137,15 @@ class TimestepAttention(nn.Module):
     def __init__(self, steps: int, activation: str = "softmax"):
         super().__init__()
         check_choice("activation", activation, ACTIVATIONS)
+        steps = check_int("steps", steps)
         self.steps, self.activation = steps, activation
         self.score = nn.Linear(steps, steps)
 
     def forward(self, x, mask=None, return_weights: bool = False):
         # x (B, T, d), mask (B, T) True on real tokens
+        x, mask = _sequence(self, x, mask)
         check_sequence_shapes("TimestepAttention", x, mask, steps=self.steps)
+        mask = inputs.bool_mask(mask)
         scores = self.score(x.transpose(1, 2))                        # (B, d, T): per feature, over time
         m = None if mask is None else mask[:, None, :]                # (B, 1, T)
         weights = _weights(scores, self.activation, dim=-1, mask=m).mean(dim=1)   # (B, T)
@@ -139,14 +160,17 @@ class AttentionPooling(nn.Module):
 
     def __init__(self, hidden: int):
         super().__init__()
+        hidden = check_int("hidden", hidden)
         self.hidden = hidden
         self.score = nn.Linear(hidden, 1)
 
     def forward(self, states, mask=None, return_weights: bool = False):
+        states, mask = _sequence(self, states, mask, "states")
         check_sequence_shapes("AttentionPooling", states, mask, features=self.hidden)
+        mask = inputs.bool_mask(mask)
         e = torch.tanh(self.score(states))[..., 0]                    # (B, T)
         weights = masked_softmax(e[:, None, :], mask)[:, 0]           # (B, T), sums to 1 over the real steps
-        context = (weights[..., None] * states).sum(dim=1)            # (B, H)
+        context = (weights[..., None] * inputs.hide(states, mask)).sum(dim=1)   # (B, H), pads zeroed
         return (context, weights) if return_weights else context
 
 
@@ -158,12 +182,15 @@ class AttentionGRU(nn.Module):
 
     def __init__(self, input_size: int, hidden: int):
         super().__init__()
+        input_size, hidden = check_sizes(input_size=input_size, hidden=hidden)
         self.hidden = hidden
         self.W_r, self.U_r = nn.Linear(input_size, hidden), nn.Linear(hidden, hidden)
         self.W, self.U = nn.Linear(input_size, hidden), nn.Linear(hidden, hidden)
 
     def forward(self, facts, gates):
-        check_sequence_shapes("AttentionGRU", facts, gates, mask_name="gates")
+        facts = inputs.floats(facts, "facts", inputs.device_of(self))
+        gates = inputs.floats(gates, "gates", facts.device)
+        check_sequence_shapes("AttentionGRU", facts, gates, features=self.W.in_features, mask_name="gates")
         xr, xh = self.W_r(facts), self.W(facts)                       # (B, T, H) each, for every step at once
         h = facts.new_zeros(facts.shape[0], self.hidden)
         for t in range(facts.shape[1]):
@@ -190,6 +217,8 @@ class NERTagger(nn.Module):
         check_choice("attention", attention, NER_ATTENTION)
         if attention == "timestep" and max_len is None:
             raise ConfigError("timestep-wise attention needs max_len: its Dense layer is max_len × max_len")
+        vocab, n_tags, embed, hidden = check_sizes(vocab=vocab, n_tags=n_tags, embed=embed, hidden=hidden)
+        check_rate("dropout", dropout)
         self.embed = nn.Embedding(vocab, embed)
         if attention == "timestep":
             self.attention = TimestepAttention(max_len, activation)
@@ -202,6 +231,7 @@ class NERTagger(nn.Module):
         self.out = nn.Linear(2 * hidden, n_tags)
 
     def forward(self, x, return_weights: bool = False):
+        x = inputs.ids(x, "x", self.embed)                          # (B, T) ids in [0, vocab)
         h = self.embed(x)                                             # (B, T, d)
         weights = None
         if self.attention is not None:
@@ -225,9 +255,11 @@ class SentimentClassifier(nn.Module):
                  dropout: float = 0.3, recurrent_dropout: float = 0.2, embed_init: float | None = None):
         super().__init__()
         check_choice("pooling", pooling, POOLING)
+        vocab, embed, hidden = check_sizes(vocab=vocab, embed=embed, hidden=hidden)
         self.pooling = pooling
         self.embed = nn.Embedding(vocab, embed)                       # PyTorch's default: N(0, 1)
         if embed_init is not None:
+            check_positive("embed_init", embed_init)
             nn.init.uniform_(self.embed.weight, -embed_init, embed_init)
         self.rnn = VariationalLSTM(embed, hidden, dropout=dropout, recurrent_dropout=recurrent_dropout)
         self.pool = AttentionPooling(hidden) if pooling != "last" else None
@@ -235,6 +267,7 @@ class SentimentClassifier(nn.Module):
         self.out = nn.Linear(hidden, 2)
 
     def forward(self, x, mask=None, return_weights: bool = False):
+        x = inputs.ids(x, "x", self.embed)                          # (B, T) ids in [0, vocab)
         states = self.rnn(self.embed(x))                              # (B, T, H)
         weights = None
         if self.pooling == "last":

@@ -6,6 +6,7 @@ weights with the masked softmax and averages the values.
 
 The learned scores are built from bias-free ``nn.Linear`` sub-layers named after the symbols of the papers
 (``W_a``, ``U_a``, ``v_a``), so ``attention_course.parity.torch_to_keras`` copies them into the Keras twins.
+Inputs: tensors or NumPy arrays (float arrays as float32); a mask bool or 0/1 (see ``inputs``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import torch
 from torch import nn
 
 from ..errors import ConfigError, check_score_shapes
+from ..validate import check_sizes
+from . import inputs
 from .layers import masked_softmax
 
 __all__ = ["DotScore", "ScaledDotScore", "GeneralScore", "ConcatScore", "AdditiveScore", "ScoredAttention",
@@ -37,6 +40,7 @@ class DotScore(_Score):
     """score(q, k) = qᵀk (Luong's "dot"). query (B, T_q, d), key (B, T_k, d) → (B, T_q, T_k)."""
 
     def forward(self, query, key):
+        query, key = inputs.pair(query, key)                       # float tensors
         check_score_shapes(self, query, key)
         return query @ key.transpose(1, 2)                         # (B, T_q, T_k)
 
@@ -45,6 +49,7 @@ class ScaledDotScore(_Score):
     """score(q, k) = qᵀk / √d (the Transformer's). query (B, T_q, d), key (B, T_k, d) → (B, T_q, T_k)."""
 
     def forward(self, query, key):
+        query, key = inputs.pair(query, key)                       # float tensors
         check_score_shapes(self, query, key)
         return query @ key.transpose(1, 2) / math.sqrt(query.shape[-1])
 
@@ -59,6 +64,7 @@ class GeneralScore(_Score):
         self.W_a = nn.Linear(d_key, d_query, bias=False)
 
     def forward(self, query, key):
+        query, key = inputs.pair(query, key)                       # float tensors
         check_score_shapes(self, query, key)
         return query @ self.W_a(key).transpose(1, 2)                # (B, T_q, d_q) @ (B, d_q, T_k)
 
@@ -74,6 +80,7 @@ class ConcatScore(_Score):
         self.v_a = nn.Linear(units, 1, bias=False)
 
     def forward(self, query, key):
+        query, key = inputs.pair(query, key)                       # float tensors
         check_score_shapes(self, query, key)
         (b, t_q, _), t_k = query.shape, key.shape[1]
         pairs = torch.cat([query[:, :, None, :].expand(b, t_q, t_k, -1),
@@ -93,6 +100,7 @@ class AdditiveScore(_Score):
         self.v_a = nn.Linear(units, 1, bias=False)
 
     def forward(self, query, key):
+        query, key = inputs.pair(query, key)                       # float tensors
         check_score_shapes(self, query, key)
         hidden = self.W_a(query)[:, :, None, :] + self.U_a(key)[:, None, :, :]  # (B, T_q, T_k, units)
         return self.v_a(torch.tanh(hidden))[..., 0]                 # (B, T_q, T_k)
@@ -112,6 +120,7 @@ def make_score(score: str, d_query: int | None = None, d_key: int | None = None,
                           f"default to d_query)")
     d_key = d_query if d_key is None else d_key
     units = d_query if units is None else units
+    d_query, d_key, units = check_sizes(d_query=d_query, d_key=d_key, units=units)
     if score == "general":
         return GeneralScore(d_query, d_key)
     return (ConcatScore if score == "concat" else AdditiveScore)(d_query, d_key, units)
@@ -132,8 +141,9 @@ class ScoredAttention(nn.Module):
 
     def forward(self, query, key, value, mask=None, return_weights: bool = False):
         # query (B, T_q, d_q), key (B, T_k, d_k), value (B, T_k, d_v), mask (B, T_k) or (B, T_q, T_k)
+        query, key, value, mask = inputs.attention(query, key, value, mask, same_d=False)   # floats, bool mask
         check_score_shapes(self.score, query, key, value, mask)
         scores = self.score(query, key)                            # (B, T_q, T_k)
         weights = masked_softmax(scores, mask)                     # rows sum to 1 over the visible keys
-        context = weights @ value                                  # (B, T_q, d_v)
+        context = weights @ inputs.hide(value, mask)               # (B, T_q, d_v); hidden rows zeroed
         return (context, weights) if return_weights else context

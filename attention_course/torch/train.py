@@ -6,7 +6,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..metrics import token_accuracy
 from ..train import History, batches, progress
+from ..validate import check_data, check_int, check_positive, check_sizes, check_targets
 
 
 def device() -> torch.device:
@@ -26,13 +28,16 @@ def fit(model: nn.Module, inputs, targets, *, epochs: int, batch_size: int = 64,
     positions whose target equals ``ignore_index`` (padding) are left out of the loss and accuracy.
     Returns the per-epoch history (loss, accuracy).
     """
+    n = check_data(inputs, targets)                                  # as many examples in each
+    epochs, batch_size = check_sizes(epochs=epochs, batch_size=batch_size)
+    check_positive("lr", lr)
     dev = device()
     model.to(dev).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     loss_fn = nn.CrossEntropyLoss(ignore_index=-100 if ignore_index is None else ignore_index)
     history = History()
     rng = np.random.default_rng(seed)
-    n = len(targets)
+    checked = False
     steps = epochs * ((n + batch_size - 1) // batch_size)
     with progress(total=steps, desc=desc or "pytorch") as bar:
         for _ in range(epochs):
@@ -40,6 +45,9 @@ def fit(model: nn.Module, inputs, targets, *, epochs: int, batch_size: int = 64,
             for idx in batches(n, batch_size, rng):
                 *xs, y = _tensors([a[idx] for a in inputs] + [targets[idx]], dev)
                 logits = model(*xs)                                  # (b, [T,] classes)
+                if not checked:                                      # once: do the targets fit the logits?
+                    check_targets(targets, (n, *logits.shape[1:]), ignore_index)
+                    checked = True
                 loss = loss_fn(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
                 optimizer.zero_grad()
                 loss.backward()
@@ -58,9 +66,10 @@ def fit(model: nn.Module, inputs, targets, *, epochs: int, batch_size: int = 64,
 @torch.no_grad()
 def predict(model: nn.Module, inputs, batch_size: int = 512) -> np.ndarray:
     """``model(*inputs)`` in evaluation mode, batched, as a NumPy array."""
+    n = check_data(inputs)
+    check_int("batch_size", batch_size)
     dev = device()
     model.to(dev).eval()
-    n = len(inputs[0])
     outs = [model(*_tensors([a[i:i + batch_size] for a in inputs], dev)).cpu().numpy()
             for i in range(0, n, batch_size)]
     return np.concatenate(outs)
@@ -68,6 +77,5 @@ def predict(model: nn.Module, inputs, batch_size: int = 512) -> np.ndarray:
 
 def accuracy(model: nn.Module, inputs, targets, ignore_index: int | None = None) -> float:
     """Share of correct argmax predictions, leaving out ``ignore_index`` targets."""
-    pred = predict(model, inputs).argmax(-1)
-    keep = targets != ignore_index if ignore_index is not None else np.ones_like(targets, dtype=bool)
-    return float(((pred == targets) & keep).sum() / keep.sum())
+    check_data(inputs, targets)
+    return token_accuracy(predict(model, inputs).argmax(-1), np.asarray(targets), pad=ignore_index)

@@ -151,7 +151,7 @@ def timing(data, *, x: str, title: str, description: str | None = None, x_title:
     return (
         alt.Chart(data).mark_line(point=True).encode(
             x=alt.X(f"{x}:Q", scale=alt.Scale(type="log", base=2), title=x_title or x),
-            y=alt.Y("milliseconds:Q", scale=alt.Scale(type="log"), title="forward pass (ms, best of repeats)"),
+            y=alt.Y("milliseconds:Q", scale=alt.Scale(type="log"), title="forward pass (ms, median of runs)"),
             color=alt.Color("attention:N"),
             strokeDash=alt.StrokeDash("framework:N"),
             opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),

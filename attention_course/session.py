@@ -1,14 +1,14 @@
-"""``ac.setup()``: the first line of every notebook."""
+"""The notebook session: ``ac.setup()`` (the first line of every notebook) and ``seed_everything``."""
 
 from __future__ import annotations
 
-import os
 import random
 import sys
 from dataclasses import dataclass
 
 from . import frameworks as _frameworks
 from . import scale as _scale
+from ._quiet import quiet_frameworks
 
 
 @dataclass(frozen=True)
@@ -20,29 +20,19 @@ class Session:
     on_colab: bool
 
 
-def _quiet_frameworks() -> None:
-    """Silence framework log noise; must run before TensorFlow is imported."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-    os.environ.setdefault("PYTHONWARNINGS", "ignore::DeprecationWarning")
-    import warnings
-
-    warnings.filterwarnings("ignore", category=DeprecationWarning)
-    warnings.filterwarnings("ignore", category=FutureWarning)
-    warnings.filterwarnings("ignore", message=".*np.find_common_type.*")
-
-
 def on_colab() -> bool:
     return "google.colab" in sys.modules
 
 
 def seed_everything(seed: int) -> None:
-    """Seed Python, NumPy and every framework that is enabled."""
+    """Seed Python, NumPy and every framework that is enabled.
+
+    Python's string hashing (``PYTHONHASHSEED``) is fixed when the interpreter starts and cannot be seeded
+    here; nothing in the course depends on it."""
     import numpy as np
 
     random.seed(seed)
     np.random.seed(seed)
-    os.environ["PYTHONHASHSEED"] = str(seed)
     fws = _frameworks.enabled()
     if "pytorch" in fws:
         import torch
@@ -54,13 +44,31 @@ def seed_everything(seed: int) -> None:
         import_keras().utils.set_random_seed(seed)
 
 
+def seed_from_env(default: int) -> int:
+    """``COURSE_SEED`` as a non-negative integer, or ``default`` when it is unset."""
+    import os
+
+    raw = os.environ.get("COURSE_SEED", "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit():
+        from .errors import EnvError
+
+        raise EnvError(f"COURSE_SEED must be a non-negative integer (the seed of every notebook); "
+                       f"got COURSE_SEED={raw!r}")
+    return int(raw)
+
+
 def setup(seed: int = 0, *, scale: str | None = None, frameworks: str | None = None, banner: bool = True) -> Session:
     """Prepare a notebook: quiet logs, choose profile and frameworks, seed every RNG, register the
     ``%%keras``/``%%pytorch`` magics, use the course's chart renderer, print one banner line.
 
-    ``scale`` and ``frameworks`` override ``COURSE_SCALE`` and ``COURSE_FRAMEWORKS`` for this session.
+    ``scale`` and ``frameworks`` override ``COURSE_SCALE`` and ``COURSE_FRAMEWORKS`` for this session;
+    ``COURSE_SEED`` (a non-negative integer) overrides ``seed``, so that ``make robustness`` can run every
+    chapter with other seeds. Notebooks derive all their seeds from ``session.seed``.
     """
-    _quiet_frameworks()
+    quiet_frameworks()
+    seed = seed_from_env(seed)
     if scale is not None:
         _scale.use(scale)
     if frameworks is not None:
@@ -93,7 +101,8 @@ def setup(seed: int = 0, *, scale: str | None = None, frameworks: str | None = N
         else:
             # The course's models are small: one thread is as fast, and with two threads PyTorch slows
             # down ~10x whenever another process holds a core (measured on a 2-core machine).
-            torch.set_num_threads(int(os.environ.get("COURSE_TORCH_THREADS", "1")))
+            from .errors import EnvError
+            torch.set_num_threads(EnvError.positive("COURSE_TORCH_THREADS", 1, int, "CPU threads for PyTorch"))
             threads = f", {torch.get_num_threads()} CPU thread(s)"
         parts.append(f"pytorch {torch.__version__}{threads}")
     parts.append(f"device {device}")

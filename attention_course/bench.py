@@ -1,0 +1,95 @@
+"""Timed comparisons, done once and properly: ``make bench``.
+
+Wall-clock times depend on the machine and on whatever else it is doing, so no notebook or test asserts one.
+The chapters assert counted costs (``ac.torch.cost.tensor_elements``), show a live timing, and quote the
+timings that ``make bench`` measured: every case with warm-up runs, then the cases of one comparison taking
+turns ``repeats`` times (a busy moment slows them alike), reported as median and interquartile range.
+Results are written per machine to ``attention_course/benchmarks/<machine>.json`` (package data, so a notebook on
+Colab has them too) and read back with :func:`load`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from .errors import ConfigError
+
+#: What ``ac.torch.cost.forward`` / ``ac.keras.cost.forward`` can build.
+KINDS = ("global", "local-m", "local-p", "dot", "general", "additive", "score-additive", "score-concat")
+#: Where the committed results live: inside the package, so that they are installed with it.
+RESULTS = Path(__file__).resolve().parent / "benchmarks"
+
+
+def check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise ConfigError(f"unknown attention kind {kind!r} to time; choose one of: {', '.join(KINDS)}")
+
+
+def time_interleaved(runs: dict[str, Callable[[], object]], repeats: int = 7,
+                     warmup: int = 2) -> dict[str, list[float]]:
+    """Seconds of each run, ``repeats`` samples each: every run is first called ``warmup`` times untimed (first
+    calls pay for tracing and caches), then the runs take turns, so that a busy moment hits all of them."""
+    if repeats < 1 or warmup < 0:
+        raise ConfigError(f"repeats must be >= 1 and warmup >= 0; got repeats={repeats}, warmup={warmup}")
+    for run in runs.values():
+        for _ in range(warmup):
+            run()
+    samples: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run()
+            samples[name].append(time.perf_counter() - start)
+    return samples
+
+
+def summarize(samples: list[float]) -> dict[str, float]:
+    """Median and quartiles of a list of seconds, in milliseconds."""
+    import numpy as np
+
+    q1, median, q3 = np.percentile(np.asarray(samples) * 1000, [25, 50, 75])
+    return {"median_ms": float(median), "q1_ms": float(q1), "q3_ms": float(q3), "runs": len(samples)}
+
+
+def machine() -> dict[str, object]:
+    """The hardware and software a result was measured on."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    info: dict[str, object] = {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
+                               "system": platform.platform(), "date": _dt.date.today().isoformat()}
+    return info
+
+
+def machine_name(info: dict[str, object], gpu: str | None = None) -> str:
+    """A file name for a machine: its GPU, or its CPU and core count (``cpu-2-amd-epyc``)."""
+    words = (gpu or str(info["cpu"])).lower().replace("(r)", "").replace("(tm)", "").split()
+    label = "-".join(w for w in words[:3] if w.isalnum() or "-" in w)
+    return f"gpu-{label}" if gpu else f"cpu-{info['cores']}-{label}"
+
+
+def load(case: str | None = None) -> list[dict]:
+    """The committed results, one dict per machine (``machine``, ``versions``, ``cases``); with ``case``, only
+    that case's rows, each with the machine's name added (an error when no machine has that case)."""
+    found = []
+    for path in sorted(RESULTS.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if case is None:
+            found.append(data)
+        else:
+            found += [{**row, "machine": data["name"]} for row in data["cases"].get(case, [])]
+    if case is not None and not found:
+        raise ConfigError(f"no committed benchmark results for {case!r} in {RESULTS}: run `make bench` "
+                          f"(tools/bench.py) and commit attention_course/benchmarks/<machine>.json")
+    return found

@@ -1,0 +1,61 @@
+"""What an attention layer costs, in Keras: one timed forward pass, and the tensors it writes.
+
+The twin of ``ac.torch.cost`` (same functions and kinds; see there). The Keras layers run as compiled graphs
+(``tf.function``), as in training; ``tensor_elements`` reads the graph: the elements of every operation's
+output, without the operations that only relabel a tensor (reshape, expand_dims, identity, …).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import tensorflow as tf
+
+from ..bench import check_kind
+from .hard import LocalAttention
+from .layers import DotProductAttention
+from .scores import AdditiveScore, ConcatScore, ScoredAttention
+
+__all__ = ["forward", "tensor_elements"]
+
+_RELABEL = {"Reshape", "ExpandDims", "Squeeze", "Identity", "Placeholder", "Const", "Shape", "NoOp",
+            "ReadVariableOp", "VarHandleOp"}
+
+
+def _build(kind: str, length: int, window: int, dim: int, batch: int, seed: int):
+    check_kind(kind)
+    rng = np.random.default_rng(seed)
+    q, k, v = (tf.convert_to_tensor(rng.normal(size=(batch, length, dim)).astype(np.float32)) for _ in range(3))
+    if kind == "global":
+        layer = DotProductAttention(scale=True)
+    elif kind.startswith("local-"):
+        layer = LocalAttention(mode=kind[-1], window=window, dim=dim, scale=True)
+    elif kind.startswith("score-"):
+        layer = (AdditiveScore if kind == "score-additive" else ConcatScore)(dim, dim, dim)
+        return tf.function(lambda q, k: layer(q, k), autograph=False), (q, k)
+    else:
+        layer = ScoredAttention(kind, d_query=dim, units=dim)
+    return tf.function(lambda q, k, v: layer(q, k, v), autograph=False), (q, k, v)
+
+
+def forward(kind: str, length: int, *, window: int = 8, dim: int = 32, batch: int = 1,
+            seed: int = 0) -> Callable[[], None]:
+    """A function that runs one forward pass of ``kind`` on (batch, length, dim) inputs and waits for it."""
+    graph, inputs = _build(kind, length, window, dim, batch, seed)
+    graph(*inputs)                                                    # trace once, outside the timing
+
+    def run() -> None:
+        graph(*inputs).numpy()                                        # .numpy() waits for the result
+
+    return run
+
+
+def tensor_elements(kind: str, length: int, *, window: int = 8, dim: int = 32, batch: int = 1,
+                    seed: int = 0) -> dict[str, int]:
+    """``{"elements": …, "largest": …}``: the elements written by one forward pass of ``kind`` (every
+    operation's outputs in the compiled graph) and the size of its largest tensor."""
+    graph, inputs = _build(kind, length, window, dim, batch, seed)
+    ops = graph.get_concrete_function(*inputs).graph.get_operations()
+    sizes = [out.shape.num_elements() or 0 for op in ops if op.type not in _RELABEL for out in op.outputs]
+    return {"elements": int(sum(sizes)), "largest": int(max(sizes, default=0))}

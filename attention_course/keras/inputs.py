@@ -1,0 +1,140 @@
+"""How the course's Keras layers take their inputs (the twin of ``attention_course.torch.inputs``).
+
+The rule, the same in both frameworks: every layer, model and function takes the framework's own tensors or
+NumPy arrays. NumPy arrays become tensors at the entry; the float inputs of a layer are computed in its dtype,
+float32 (Keras casts float16, bfloat16 and float64 itself; a function such as ``masked_softmax`` keeps the dtype
+it is given, NumPy floats as float32). Queries, keys, values and states must be floats; a mask bool, or numbers
+that are all 0 or 1; token ids integers in [0, vocab). Anything else raises the course's error, naming the
+argument, the rule and the value (the rules and messages live in ``attention_course.validate``).
+
+Inside ``tf.function`` (``fit``, ``train_pointer``) the tensors are symbolic: dtypes and shapes are checked
+when the function is traced, and the value checks become graph assertions that fail when it runs;
+``graph_errors()`` turns such a failure back into the course's error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import ops
+
+from ..errors import InputError, check_attention_shapes, shape_of
+from ..validate import (
+    MASK_RULE,
+    bad_mask,
+    check_float,
+    check_id_shape,
+    check_ids,
+    check_mask_dtype,
+    check_numeric,
+    ids_rule,
+    not_a_tensor,
+)
+
+_MARK = "course: "
+
+
+def dtype_name(x) -> str:
+    return keras.backend.standardize_dtype(x.dtype)
+
+
+def symbolic(x) -> bool:
+    """True while tracing a graph (values unknown)."""
+    return isinstance(x, keras.KerasTensor) or not tf.executing_eagerly()
+
+
+def tensor(x, name: str):
+    """``x`` as a tensor: a NumPy array is converted (float arrays as float32), a variable read."""
+    if isinstance(x, np.ndarray):
+        check_numeric(name, x.dtype, x.shape)
+        return ops.convert_to_tensor(x.astype(np.float32) if x.dtype.kind == "f" else x)
+    if isinstance(x, keras.KerasTensor):
+        return x
+    if not tf.is_tensor(x):
+        raise not_a_tensor(name, x, "TensorFlow")
+    return tf.convert_to_tensor(x)                                   # a variable is read (gradients flow)
+
+
+def floats(x, name: str):
+    """A float tensor."""
+    x = tensor(x, name)
+    check_float(name, dtype_name(x), shape_of(x))
+    return x
+
+
+def _require(ok, rule: str) -> None:
+    """In a traced graph: an assertion that fails with ``rule`` when it runs (no-op on Keras' symbolic tensors)."""
+    if not isinstance(ok, keras.KerasTensor):
+        tf.debugging.Assert(ok, [_MARK + rule])
+
+
+def bool_mask(m, name: str = "mask"):
+    """A bool mask from bool or 0/1 values (one reduction checks the values); None stays None."""
+    if m is None:
+        return None
+    m = tensor(m, name)
+    check_mask_dtype(name, dtype_name(m), shape_of(m))
+    if dtype_name(m) == "bool":
+        return m
+    ok = ops.all(ops.logical_or(ops.equal(m, 0), ops.equal(m, 1)))
+    if symbolic(m):
+        _require(ok, f"{name}: {MASK_RULE}")
+    elif not bool(ok):
+        v = ops.convert_to_numpy(m)
+        raise bad_mask(name, np.unique(v[(v != 0) & (v != 1)])[:4])
+    return ops.not_equal(m, 0)
+
+
+def ids(x, name: str, embed, ndim: int = 2, length: int | None = None):
+    """Token ids for the embedding ``embed``: integers in [0, vocab) (one min/max reduction checks them),
+    shaped (batch,) or (batch, T) with 1 <= T (<= ``length``)."""
+    vocab = embed.input_dim
+    x = tensor(x, name)
+    check_ids(name, dtype_name(x), shape_of(x), vocab)                 # the dtype
+    check_id_shape(name, shape_of(x), ndim, length)
+    if symbolic(x):
+        _require(ops.logical_and(ops.min(x) >= 0, ops.max(x) < vocab), ids_rule(name, vocab))
+    elif int(np.prod(x.shape)):
+        check_ids(name, dtype_name(x), shape_of(x), vocab, int(ops.min(x)), int(ops.max(x)))
+    return x
+
+
+def attention(query, key, value, mask=None, same_d: bool = True):
+    """The inputs of an attention layer: float query (B, T_q, d), key (B, T_k, d), value (B, T_k, d_v), the
+    shapes checked, and the mask as bool (or None)."""
+    query, key, value = floats(query, "query"), floats(key, "key"), floats(value, "value")
+    mask = None if mask is None else tensor(mask, "mask")
+    check_attention_shapes(query, key, value, mask, same_d=same_d)
+    return query, key, value, bool_mask(mask)
+
+
+def pair(query, key):
+    """The inputs of a score function: float query and key (their shapes are the score's to check)."""
+    query = floats(query, "query")
+    return query, floats(key, "key")
+
+
+def hide(value, visible):
+    """Zero the value rows that no query may see: value (B, T_k, d_v), visible bool (B, T_q or 1, T_k) or
+    (B, T_k). A weight of 0 times a NaN or inf there would still give NaN."""
+    if visible is None:
+        return value
+    keep = visible if len(visible.shape) == 2 else ops.any(visible, axis=1)     # (B, T_k)
+    return ops.where(ops.expand_dims(keep, -1), value, ops.zeros_like(value))
+
+
+@contextlib.contextmanager
+def graph_errors():
+    """Turn a failed graph assertion of these checks (inside ``tf.function``) into the course's error."""
+    try:
+        yield
+    except tf.errors.InvalidArgumentError as err:
+        found = re.search(r"assertion failed: \[" + _MARK + r"(.*?)\](?:\s|$)", err.message, re.S)
+        if found is None:
+            raise
+        raise InputError(f"{found.group(1)} (found while running a compiled step)") from None
+

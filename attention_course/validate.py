@@ -1,0 +1,218 @@
+"""Argument checks shared by the two frameworks' layers, models and training loops.
+
+Each check takes plain facts that the framework code reads off its tensors (a shape, a dtype name, a few
+values) and raises the course's own error (``attention_course.errors``) with a message that names the argument,
+the rule and what it got, so a bad input gets the same message in Keras and in PyTorch. Nothing here imports a
+framework; ``attention_course.torch.inputs`` and ``attention_course.keras.inputs`` read the facts.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from .errors import ConfigError, InputError, ShapeError
+
+MASK_RULE = "a mask is True/1 where a key may be attended and False/0 where it is hidden"
+TAU_HINT = " (the Gumbel-softmax temperature: small tau gives nearly one-hot samples, tau = 0 divides by zero)"
+
+
+# ---- constructor arguments -----------------------------------------------------------------------------------
+
+def check_int(name: str, value, minimum: int = 1, hint: str = "") -> int:
+    """A size, count or window: a Python or NumPy integer >= ``minimum`` (2.5, 2.0 and True are refused)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ConfigError(f"{name} must be a whole number (int) >= {minimum}; got {value!r} "
+                          f"({type(value).__name__}){hint}")
+    if value < minimum:
+        raise ConfigError(f"{name} must be >= {minimum}; got {value}{hint}")
+    return int(value)
+
+
+def check_sizes(**sizes) -> tuple[int, ...]:
+    """Layer sizes (a vocabulary, units, a length) and counts (steps, a batch size): whole numbers >= 1, returned
+    as Python ints in the order given (a NumPy integer works in both frameworks)."""
+    return tuple(check_int(name, value) for name, value in sizes.items())
+
+
+def check_positive(name: str, value, hint: str = "") -> float:
+    """A finite number > 0 (a temperature, a learning rate)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < math.inf:
+        raise ConfigError(f"{name} must be a finite number > 0; got {value!r}{hint}")
+    return float(value)
+
+
+def check_rate(name: str, value) -> float:
+    """A dropout rate: a number in [0, 1)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value < 1:
+        raise ConfigError(f"{name} (a dropout rate) must be a number in [0, 1); got {value!r}")
+    return float(value)
+
+
+# ---- tensors: type, dtype, values ----------------------------------------------------------------------------
+
+def kind(dtype) -> str:
+    """"bool", "int", "float" or "other" for a dtype name ("float32", "int64", "<U3", …)."""
+    name = str(dtype)
+    if name == "bool":
+        return "bool"
+    if name.startswith(("int", "uint")):
+        return "int"
+    return "float" if name.startswith(("float", "bfloat")) else "other"
+
+
+def not_a_tensor(name: str, x, framework: str) -> InputError:
+    """The error for an argument that is neither a tensor of ``framework`` nor a NumPy array."""
+    return InputError(f"{name} must be a {framework} tensor or a NumPy array; got {type(x).__name__} {x!r:.60}")
+
+
+def check_numeric(name: str, dtype, shape) -> None:
+    """A NumPy array handed to a layer holds numbers (bool, int or float)."""
+    if kind(dtype) == "other":
+        raise InputError(f"{name} must hold numbers (bool, int or float); got {dtype} values of shape {tuple(shape)}")
+
+
+def check_float(name: str, dtype, shape) -> None:
+    """Queries, keys, values, states and scores are real numbers: a float dtype."""
+    if kind(dtype) != "float":
+        raise InputError(f"{name} must be a float tensor (e.g. float32); got {dtype} of shape {tuple(shape)}: "
+                         f"convert it to float32 first")
+
+
+def check_mask_dtype(name: str, dtype, shape) -> None:
+    """A mask is bool, or numbers (whose values are checked next)."""
+    check_numeric(name, dtype, shape)
+
+
+def bad_mask(name: str, values) -> InputError:
+    """The error for a numeric mask with values other than 0 and 1 (``values``: a few of them)."""
+    shown = ", ".join(f"{float(v):g}" for v in values)
+    return InputError(f"{name}: {MASK_RULE}; got values {shown}. An additive mask (0 keep, -inf hide) says the "
+                      f"opposite: pass ({name} == 0) instead")
+
+
+def ids_rule(name: str, vocab: int) -> str:
+    return f"{name} must hold integer token ids in [0, {vocab}) (the vocabulary size is {vocab})"
+
+
+def check_ids(name: str, dtype, shape, vocab: int, low=None, high=None) -> None:
+    """Token ids: an integer dtype and, when the values are known (``low``, ``high``), inside [0, vocab)."""
+    if kind(dtype) != "int":
+        raise InputError(f"{ids_rule(name, vocab)}; got a {dtype} tensor of shape {tuple(shape)}")
+    if low is not None and (low < 0 or high >= vocab):
+        raise InputError(f"{ids_rule(name, vocab)}; got ids from {low} to {high}")
+
+
+# ---- shapes --------------------------------------------------------------------------------------------------
+
+def check_not_empty(name: str, shape, axis: int = 1, what: str = "T") -> None:
+    """A sequence needs at least one position on ``axis``."""
+    if shape[axis] == 0:
+        raise ShapeError(f"{name} has no positions: shape {tuple(shape)} has {what} = 0; "
+                         f"give every sequence at least one position")
+
+
+def check_id_shape(name: str, shape, ndim: int = 2, length: int | None = None) -> None:
+    """Token ids of ``ndim`` axes: (batch,) or (batch, T) with 1 <= T (<= ``length``, when the model learned one
+    position embedding per step)."""
+    if len(shape) != ndim:
+        expected = "(batch,)" if ndim == 1 else "(batch, T)"
+        raise ShapeError(f"{name} must be {ndim}-D token ids {expected}; got shape {tuple(shape)}")
+    if ndim == 2:
+        check_not_empty(name, shape)
+    if length is not None and shape[1] is not None and shape[1] > length:
+        raise ShapeError(f"{name} has {shape[1]} positions, but the model was built for length={length} "
+                         f"(one learned position embedding each); got shape {tuple(shape)}")
+
+
+def check_batch(**shapes) -> None:
+    """Arguments that go together (source and target ids, …) share their batch size, axis 0."""
+    if len({shape[0] for shape in shapes.values()} - {None}) > 1:          # None: unknown while traced
+        raise ShapeError("these arguments must share their batch size (axis 0): "
+                         + ", ".join(f"{name} {tuple(shape)}" for name, shape in shapes.items()))
+
+
+def check_same_shape(name: str, shape, expected, expected_name: str) -> None:
+    """``shape`` equals ``expected`` (a size that is None, unknown while traced, fits any)."""
+    same = len(shape) == len(expected) and all(None in (a, b) or a == b for a, b in zip(shape, expected, strict=True))
+    if not same:
+        raise ShapeError(f"{name} must have the shape of {expected_name}, {tuple(expected)}; got {tuple(shape)}")
+
+
+def check_softmax_shapes(scores, mask) -> None:
+    """masked_softmax: scores (B, T_q, T_k), mask (B, T_k) or broadcastable to (B, T_q, T_k)."""
+    if mask is None:
+        return
+    if len(scores) != 3:
+        raise ShapeError(f"masked_softmax expects scores (batch, T_q, T_k) with a mask; got scores {scores}")
+    b, t_q, t_k = scores
+    if len(mask) == 2:
+        ok = all(None in (m, s) or m == s for m, s in zip(mask, (b, t_k), strict=True))   # None: unknown
+        hint = f"a 2-D key mask must be (batch, T_k) = {(b, t_k)}"
+    else:
+        ok = len(mask) == 3 and all(None in (m, s) or m in (1, s) for m, s in zip(mask, scores, strict=True))
+        hint = f"a mask must be (batch, T_k) = {(b, t_k)} or broadcast to (batch, T_q, T_k) = {scores}"
+    if not ok:
+        raise ShapeError(f"mask of shape {mask} does not fit scores {scores}: {hint}")
+
+
+# ---- training data and metrics -------------------------------------------------------------------------------
+
+def check_data(inputs, targets=None) -> int:
+    """fit/predict/accuracy: ``inputs`` a tuple of arrays (one per argument of the model) with the examples on
+    axis 0, as many in each (and in ``targets``). Returns that number."""
+    if not isinstance(inputs, (tuple, list)) or not inputs:
+        raise InputError(f"inputs must be a non-empty tuple of arrays, one per argument of the model, e.g. (x,) or "
+                         f"(src, tgt_in, src_mask); got {type(inputs).__name__}")
+    named = {f"inputs[{i}]": a for i, a in enumerate(inputs)}
+    if targets is not None:
+        named["targets"] = targets
+    counts = {}
+    for name, a in named.items():
+        shape = np.shape(a)
+        if not shape:
+            raise ShapeError(f"{name} must be an array with the examples on axis 0; got a scalar {a!r:.40}")
+        counts[name] = shape[0]
+    if len(set(counts.values())) > 1:
+        raise ShapeError("every input and the targets must hold the same number of examples (axis 0); got "
+                         + ", ".join(f"{name}: {n}" for name, n in counts.items()))
+    n = next(iter(counts.values()))
+    if n == 0:
+        raise ShapeError("there are no examples: the inputs have 0 rows")
+    return n
+
+
+def check_targets(targets, logits_shape, ignore_index=None) -> None:
+    """Class ids for a cross-entropy: integers in [0, classes) (or ``ignore_index``), shaped like the logits
+    without their last axis, and at least one that is not ignored. ``logits_shape``: (n, [T,] classes)."""
+    t = np.asarray(targets)
+    classes = logits_shape[-1]
+    if kind(t.dtype) != "int":
+        raise InputError(f"targets must be integer class ids in [0, {classes}); got {t.dtype}")
+    if t.shape[1:] != tuple(logits_shape[1:-1]):
+        raise ShapeError(f"targets {t.shape} do not fit the model's logits {tuple(logits_shape)}: each example needs "
+                         f"one class id per position, shape (n, {', '.join(map(str, logits_shape[1:-1]))})")
+    keep = t != ignore_index if ignore_index is not None else np.ones(t.shape, bool)
+    if not keep.any():
+        raise InputError(f"every target equals ignore_index={ignore_index}: there is nothing to learn or count")
+    low, high = int(t[keep].min()), int(t[keep].max())
+    if low < 0 or high >= classes:
+        raise InputError(f"targets must be class ids in [0, {classes}) (the model has {classes} outputs) or "
+                         f"ignore_index={ignore_index}; got ids from {low} to {high}")
+
+
+def check_training(x, y, logits_shape, **counts) -> None:
+    """A training run: x (n, S) and y (n, T) with as many examples, y class ids for logits of
+    ``logits_shape`` (·, T, classes), and ``counts`` (steps, batch_size, …) whole numbers >= 1."""
+    check_data((x,), y)
+    check_targets(y, logits_shape)
+    check_sizes(**counts)
+
+
+def check_counted(count: int, ignored) -> None:
+    """An accuracy needs at least one target that is not ignored (else it would be 0/0 = NaN)."""
+    if count == 0:
+        raise InputError(f"accuracy of no targets: there is nothing to count (no targets, or every target equals "
+                         f"the pad/ignored id {ignored})")

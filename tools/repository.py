@@ -1,0 +1,85 @@
+"""The repository's address lives in one place: ``repository.url`` (and ``branch``) in ``_config.yml``.
+
+The notebooks need it in three forms (their Colab link, the Colab install cell, and raw file addresses), and a
+notebook on Colab cannot read ``_config.yml``, so this command writes them from it:
+
+    .venv/bin/python tools/repository.py           # rewrite every notebook's addresses from _config.yml
+    .venv/bin/python tools/repository.py --check   # list the addresses that disagree (exit 1); the tests run it
+
+A fork changes the one line ``url:`` in ``_config.yml`` and runs the first command.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "book").glob("[0-9][0-9]-*/*.ipynb"))
+GITHUB = r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+"
+PATTERNS = {   # form → (regex, replacement template with {repo} = owner/name and {branch})
+    "colab": (re.compile(rf"https://colab\.research\.google\.com/github/{GITHUB}/blob/[\w.-]+/"),
+              "https://colab.research.google.com/github/{repo}/blob/{branch}/"),
+    "install": (re.compile(rf"git\+https://github\.com/{GITHUB}(?=[\"'@\s])"), "git+https://github.com/{repo}"),
+    "raw": (re.compile(rf"https://raw\.githubusercontent\.com/{GITHUB}/[\w.-]+/"),
+            "https://raw.githubusercontent.com/{repo}/{branch}/"),
+}
+
+
+def configured() -> dict[str, str]:
+    """``{"repo": "owner/name", "branch": ...}`` from _config.yml."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["repository"]
+    match = re.fullmatch(rf"https://github\.com/({GITHUB})/?", config["url"])
+    if not match:
+        raise SystemExit(f"_config.yml: repository.url must be https://github.com/<owner>/<name>; "
+                         f"got {config['url']!r}")
+    return {"repo": match.group(1), "branch": config.get("branch", "main")}
+
+
+def disagreements() -> list[str]:
+    """Every address in a notebook that differs from the configured one, as ``file: found ≠ expected``."""
+    where = configured()
+    found = []
+    for path in NOTEBOOKS:
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        text = "\n".join("".join(cell["source"]) for cell in cells)
+        for regex, template in PATTERNS.values():
+            expected = template.format(**where)
+            found += [f"{path.relative_to(ROOT)}: {m} ≠ {expected}" for m in regex.findall(text) if m != expected]
+        if not PATTERNS["install"][0].search(text):
+            found.append(f"{path.relative_to(ROOT)}: no Colab install cell (pip install git+https://github.com/...)")
+    return found
+
+
+def rewrite() -> int:
+    where, changed = configured(), 0
+    for path in NOTEBOOKS:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        for cell in nb["cells"]:
+            text = "".join(cell["source"])
+            new = text
+            for regex, template in PATTERNS.values():
+                new = regex.sub(template.format(**where), new)
+            if new != text:
+                lines = new.split("\n")
+                cell["source"] = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+                changed += 1
+        path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return changed
+
+
+def main(argv: list[str]) -> int:
+    if "--check" in argv:
+        wrong = disagreements()
+        print("\n".join(wrong) or f"every notebook points at {configured()['repo']} ({configured()['branch']})")
+        return 1 if wrong else 0
+    print(f"rewrote {rewrite()} cells from _config.yml")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

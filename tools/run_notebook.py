@@ -1,0 +1,61 @@
+"""Execute one chapter notebook the way a learner's kernel does, and report its time and peak memory.
+
+    .venv/bin/python tools/run_notebook.py book/01-sequence-models/sequence-models.ipynb [--out executed.ipynb]
+
+Prints one JSON line: notebook, seconds, peak_rss_mb (the kernel's resident-set high-water mark, what Binder's
+2 GB limit is about), ok, and the first error (the cell's failed assertion, if any). Settings come from the
+environment (COURSE_SCALE, COURSE_FRAMEWORKS, COURSE_SEED, ...). Used by `make robustness`, `make colab-check`
+and to measure the README's per-chapter times and memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+PEAK = "import resource; print('PEAK_RSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+
+
+def run(path: Path, out: Path | None = None, timeout: int = 1800) -> dict:
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(PEAK))
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}})
+    start, error = time.perf_counter(), None
+    try:
+        client.execute()
+    except CellExecutionError as err:
+        lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in str(err).splitlines() if line.strip()]
+        error = next((line for line in reversed(lines) if "Error" in line), lines[-1] if lines else "error")[:400]
+    seconds = time.perf_counter() - start
+    peak = None
+    for output in nb.cells[-1].get("outputs", []):
+        if output.get("name") == "stdout" and "PEAK_RSS_KB" in output.get("text", ""):
+            peak = int(output["text"].split()[1]) / 1024
+    if out is not None:
+        nb.cells.pop()
+        nbformat.write(nb, out)
+    return {"notebook": str(path), "seconds": round(seconds, 1), "peak_rss_mb": None if peak is None else round(peak),
+            "ok": error is None, "error": error}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("notebook", type=Path)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    result = run(args.notebook, args.out)
+    print(json.dumps(result), flush=True)
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
