@@ -31,6 +31,19 @@ def check_kind(kind: str) -> None:
         raise ConfigError(f"unknown attention kind {kind!r} to time; choose one of: {', '.join(KINDS)}")
 
 
+def build_layer(kind: str, fw, *, window: int, dim: int):
+    """The layer of ``kind`` from ``fw`` (``ac.torch`` or ``ac.keras``): what ``cost.forward`` runs. Score kinds
+    (``score-*``) are score layers, called on (query, key); the others are attention layers, on (q, k, v)."""
+    check_kind(kind)
+    if kind == "global":
+        return fw.DotProductAttention(scale=True)
+    if kind.startswith("local-"):
+        return fw.LocalAttention(mode=kind[-1], window=window, dim=dim, scale=True)
+    if kind.startswith("score-"):
+        return (fw.AdditiveScore if kind == "score-additive" else fw.ConcatScore)(dim, dim, dim)
+    return fw.ScoredAttention(kind, d_query=dim, units=dim)
+
+
 def time_interleaved(runs: dict[str, Callable[[], object]], repeats: int = 7,
                      warmup: int = 2) -> dict[str, list[float]]:
     """Seconds of each run, ``repeats`` samples each: every run is first called ``warmup`` times untimed (first

@@ -12,10 +12,7 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
-from ..bench import check_kind
-from .hard import LocalAttention
-from .layers import DotProductAttention
-from .scores import AdditiveScore, ConcatScore, ScoredAttention
+from ..bench import build_layer
 
 __all__ = ["forward", "tensor_elements"]
 
@@ -24,19 +21,13 @@ _RELABEL = {"Reshape", "ExpandDims", "Squeeze", "Identity", "Placeholder", "Cons
 
 
 def _build(kind: str, length: int, window: int, dim: int, batch: int, seed: int):
-    check_kind(kind)
+    from attention_course import keras as fw
+
+    layer = build_layer(kind, fw, window=window, dim=dim)
     rng = np.random.default_rng(seed)
     q, k, v = (tf.convert_to_tensor(rng.normal(size=(batch, length, dim)).astype(np.float32)) for _ in range(3))
-    if kind == "global":
-        layer = DotProductAttention(scale=True)
-    elif kind.startswith("local-"):
-        layer = LocalAttention(mode=kind[-1], window=window, dim=dim, scale=True)
-    elif kind.startswith("score-"):
-        layer = (AdditiveScore if kind == "score-additive" else ConcatScore)(dim, dim, dim)
-        return tf.function(lambda q, k: layer(q, k), autograph=False), (q, k)
-    else:
-        layer = ScoredAttention(kind, d_query=dim, units=dim)
-    return tf.function(lambda q, k, v: layer(q, k, v), autograph=False), (q, k, v)
+    inputs = (q, k) if kind.startswith("score-") else (q, k, v)
+    return tf.function(lambda *x: layer(*x), autograph=False), inputs
 
 
 def forward(kind: str, length: int, *, window: int = 8, dim: int = 32, batch: int = 1,

@@ -16,29 +16,19 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from ..bench import check_kind
-from .hard import LocalAttention
-from .layers import DotProductAttention
-from .scores import AdditiveScore, ConcatScore, ScoredAttention
+from ..bench import build_layer
 from .train import device
 
 __all__ = ["forward", "tensor_elements"]
 
 
 def _build(kind: str, length: int, window: int, dim: int, batch: int, seed: int):
-    check_kind(kind)
+    from attention_course import torch as fw
+
+    layer = build_layer(kind, fw, window=window, dim=dim).to(device())
     gen = torch.Generator().manual_seed(seed)
     q, k, v = (torch.randn(batch, length, dim, generator=gen).to(device()) for _ in range(3))
-    if kind == "global":
-        layer = DotProductAttention(scale=True)
-    elif kind.startswith("local-"):
-        layer = LocalAttention(mode=kind[-1], window=window, dim=dim, scale=True)
-    elif kind.startswith("score-"):
-        layer = (AdditiveScore if kind == "score-additive" else ConcatScore)(dim, dim, dim)
-        return layer.to(device()), (q, k)
-    else:
-        layer = ScoredAttention(kind, d_query=dim, units=dim)
-    return layer.to(device()), (q, k, v)
+    return layer, ((q, k) if kind.startswith("score-") else (q, k, v))
 
 
 def forward(kind: str, length: int, *, window: int = 8, dim: int = 32, batch: int = 1,
