@@ -36,10 +36,9 @@ def run(path: Path, out: Path | None = None, timeout: int = 1800) -> dict:
         lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in str(err).splitlines() if line.strip()]
         error = next((line for line in reversed(lines) if "Error" in line), lines[-1] if lines else "error")[:400]
     seconds = time.perf_counter() - start
-    peak = None
-    for output in nb.cells[-1].get("outputs", []):
-        if output.get("name") == "stdout" and "PEAK_RSS_KB" in output.get("text", ""):
-            peak = int(output["text"].split()[1]) / 1024
+    printed = "".join(o.get("text", "") for o in nb.cells[-1].get("outputs", []) if o.get("name") == "stdout")
+    found = re.search(r"PEAK_RSS_KB (\d+)", printed)
+    peak = int(found.group(1)) / 1024 if found else None
     if out is not None:
         nb.cells.pop()
         nbformat.write(nb, out)
