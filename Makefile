@@ -19,8 +19,10 @@ ifneq ($(wildcard $(SHARED_DATA)/SOURCES.md),)
 export COURSE_DATA_DIR ?= $(SHARED_DATA)
 endif
 
-# The book never shows progress bars (they are for a live kernel).
+# The book never shows progress bars (they are for a live kernel), nor the `name = value` lines of ac.glue (its
+# prose shows the values).
 export COURSE_PROGRESS ?= 0
+export COURSE_GLUE_ECHO ?= 0
 NBVAL := --nbval-lax --nbval-current-env --nbval-cell-timeout=900
 
 .PHONY: env book test lab assignment vendor system clean bench robustness colab-check

@@ -2,7 +2,8 @@
 
 ``COURSE_FRAMEWORKS`` is ``both`` (the default), ``keras`` or ``pytorch`` (comma lists work too).
 A cell that starts with ``%%keras`` runs only when Keras is on; ``%%pytorch`` likewise. On Colab a
-learner sets the framework once, at the top of a notebook: ``ac.setup(frameworks="pytorch")``.
+learner sets the framework once, at the top of a notebook: ``ac.setup(frameworks="pytorch")``. The classes and
+functions a framework cell imports or defines are seen only by that framework's cells (``_run_cell_body``).
 """
 
 from __future__ import annotations
@@ -57,17 +58,68 @@ def is_enabled(name: str) -> bool:
     return name in enabled()
 
 
-def _run_cell_body(shell, body: str):
-    """Execute ``body`` in the user namespace; exceptions propagate (so nbval sees them) and the value of a
-    final bare expression is returned, so that it is displayed like a normal cell's."""
-    tree = ast.parse(body)
+# Each framework's cells run in a namespace of their own, so that a Keras cell and a PyTorch cell can both define
+# `class DotProductAttention` and every later cell of the same framework sees its own. The names bound by `import`,
+# `def` and `class` at the top of a framework cell stay private to that framework; every other name (data, models,
+# results) is shared with the notebook, as in a normal cell.
+_spaces: dict[str, dict] = {}
+_private: dict[str, set[str]] = {}
+
+
+def python_source(cell: str) -> str:
+    """A cell's text as plain Python: IPython's own transforms turn ``%timeit``, ``!cmd`` and ``x?`` into calls."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    return TransformerManager().transform_cell(cell)
+
+
+def defined_names(tree: ast.Module) -> set[str]:
+    """The names bound by top-level ``import``, ``def`` and ``class`` statements of a cell."""
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    return names
+
+
+def _remember(shell, source: str) -> str:
+    """Store a cell's source where tracebacks and ``inspect`` look for it; returns its file name."""
+    cache = getattr(getattr(shell, "compile", None), "cache", None)
+    if cache is not None:
+        return cache(source, getattr(shell, "execution_count", 0))
+    return "<cell>"
+
+
+def _run_cell_body(shell, body: str, framework: str | None = None):
+    """Execute ``body`` for ``framework`` (in the user namespace itself when None); exceptions propagate (so nbval
+    sees them) and the value of a final bare expression is returned, so that it is displayed like a normal cell's."""
+    source = python_source(body)
+    filename = _remember(shell, source)  # so that tracebacks and inspect.getsource show the cell's lines
+    tree = ast.parse(source, filename)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
-    exec(compile(tree, "<cell>", "exec"), shell.user_ns)
-    if last is not None:
-        return eval(compile(last, "<cell>", "eval"), shell.user_ns)
-    return None
+    shared = shell.user_ns
+    if framework is None:
+        space, private = shared, set()
+    else:
+        space = _spaces.setdefault(framework, {})
+        private = _private.setdefault(framework, set())
+        private |= defined_names(tree)
+        for name in [n for n in space if n not in private and n not in shared]:
+            del space[name]  # deleted from the notebook since this framework's last cell
+        space.update((n, v) for n, v in shared.items() if n not in private)
+    before = set(space)
+    try:
+        exec(compile(tree, filename, "exec"), space)
+        return None if last is None else eval(compile(last, filename, "eval"), space)
+    finally:
+        if space is not shared:  # publish what the cell bound, except its framework's own classes and functions
+            shared.update((n, v) for n, v in space.items() if n not in private and shared.get(n, space) is not v)
+            for name in before - set(space) - private:
+                shared.pop(name, None)
 
 
 def _make_magic(name: str):
@@ -77,10 +129,10 @@ def _make_magic(name: str):
             return None
         from IPython import get_ipython
 
-        return _run_cell_body(get_ipython(), cell)
+        return _run_cell_body(get_ipython(), cell, framework=name)
 
     magic.__name__ = name
-    magic.__doc__ = f"Run this cell only when {name} is among the enabled frameworks."
+    magic.__doc__ = f"Run this cell only when {name} is among the enabled frameworks, in its own namespace."
     return magic
 
 

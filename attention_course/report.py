@@ -3,17 +3,31 @@
 
 from __future__ import annotations
 
+import os
+
 
 def glue(name: str, value, fmt: str = "{}") -> None:
-    """Print ``name = value`` and, where myst-nb is installed (the book build), glue it silently."""
+    """Print ``name = value`` and, where myst-nb is installed (the book build), glue it silently.
+
+    A float is glued with its format: ``{glue:text}`name``` shows ``fmt.format(value)`` (three significant
+    digits when no format is given), and ``{glue:text}`name:.2f``` still formats the number itself.
+    ``COURSE_GLUE_ECHO=0`` (set by the Makefile for the book) leaves out the printed line."""
     if hasattr(value, "item"):  # NumPy / framework scalars → plain Python numbers (glue stores their repr)
         value = value.item()
-    print(f"{name} = {fmt.format(value)}")
+    if isinstance(value, float) and fmt == "{}":
+        fmt = "{:.3g}"  # never a raw float in the prose: 0.0058, not 0.005800000000000027
+    text = fmt.format(value)
+    if os.environ.get("COURSE_GLUE_ECHO", "1") != "0":  # the book sets 0: the prose shows the value
+        print(f"{name} = {text}")
     try:
         from myst_nb import glue as _glue
     except ImportError:  # Colab, plain Jupyter: the printed line is enough
         return
-    _glue(name, _Text(value) if isinstance(value, str) else value, display=False)
+    if isinstance(value, str):
+        value = _Text(value)
+    elif isinstance(value, float):
+        value = _Number(value, text)
+    _glue(name, value, display=False)
 
 
 class _Text(str):
@@ -21,3 +35,15 @@ class _Text(str):
 
     def __repr__(self) -> str:
         return str(self)
+
+
+class _Number(float):
+    """A float glued with its format: its text/plain form (what ``{glue:text}`` shows) is the formatted text."""
+
+    def __new__(cls, value: float, text: str):
+        number = super().__new__(cls, value)
+        number.text = text
+        return number
+
+    def __repr__(self) -> str:
+        return self.text

@@ -104,6 +104,47 @@ TABS_STATE = """() => Array.from(document.querySelectorAll('.framework-tabs')).m
     tabs: Array.from(set.querySelectorAll('[role="tab"]')).map(t => t.dataset.framework),
 }))"""
 
+# What spoils the reading: raw floats in the prose (more than 4 decimals), code lines wider than their block, and
+# tables, charts or display equations wider than the column that do not scroll inside it on purpose.
+READING = r"""() => {
+  const article = document.querySelector('article.bd-article') || document.body;
+  const column = article.getBoundingClientRect();
+  const out = {raw: [], code: [], tables: [], charts: [], math: [], column: Math.round(column.width)};
+  const notProse = '.cell_output, .cell_input, pre, .highlight, mjx-container, script, style, .vega-embed';
+  for (const el of article.querySelectorAll('p, li, td, th, dd, h1, h2, h3, h4, .admonition-title')) {
+    if (el.closest(notProse)) continue;
+    const text = el.innerText || '';
+    for (const m of text.matchAll(/\d+\.\d{5,}/g)) {
+      out.raw.push(text.slice(Math.max(0, m.index - 40), m.index + m[0].length + 10));
+    }
+  }
+  // a wide element is fine inside a box of the column's width that scrolls sideways on purpose
+  const scrolls = el => {
+    for (let a = el; a && a !== article; a = a.parentElement) {
+      const s = getComputedStyle(a).overflowX;
+      if ((s === 'auto' || s === 'scroll') && a.clientWidth <= article.clientWidth + 1) return true;
+    }
+    return false;
+  };
+  const beyond = el => el.getBoundingClientRect().right > column.right + 1;
+  for (const pre of article.querySelectorAll('div.cell_input pre, div.highlight pre')) {
+    if (pre.scrollWidth > pre.clientWidth + 1) {
+      out.code.push((pre.innerText.split('\n').find(l => l.length > 60) || pre.innerText).slice(0, 80));
+    }
+  }
+  for (const t of article.querySelectorAll('table')) {
+    if ((beyond(t) || t.scrollWidth > t.clientWidth + 1) && !scrolls(t.parentElement)) {
+      out.tables.push((t.innerText || '').slice(0, 60));
+    }
+  }
+  for (const c of article.querySelectorAll('.course-vega')) {
+    if (beyond(c.querySelector('svg, canvas') || c) && !scrolls(c)) out.charts.push(c.id || 'a chart');
+  }
+  for (const m of article.querySelectorAll('mjx-container[display="true"]')) {
+    if (beyond(m) && !scrolls(m)) out.math.push(m.textContent.slice(0, 40) || 'an equation');
+  }
+  return out;
+}"""
 TWO_FRAMES = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
 
 
@@ -220,6 +261,7 @@ class PageReport:
     labels: int = 0
     tabs_problems: list[str] = field(default_factory=list)
     tabs_checked: str = ""
+    reading: dict = field(default_factory=dict)
 
     @property
     def charts_drawn(self) -> int:
@@ -310,6 +352,7 @@ def audit_page(context: Offline, base: str, rel: str) -> PageReport:
         report.labels = page.locator(".framework-label").count()
         if report.tab_sets:
             _check_tabs(page, report)
+        report.reading = page.evaluate(READING)
         _exercise_bindings(page, report)
         page.evaluate(TWO_FRAMES)
     finally:
@@ -451,3 +494,15 @@ def test_framework_choice_persists_across_pages(browser, server, audit):
     finally:
         context.close()
 
+
+
+def test_no_raw_floats_in_prose(audit):
+    _fail_on([f"{r.url}: …{text}…" for r in audit.values() for text in r.reading.get("raw", [])],
+             "numbers in the prose with more than 4 decimals (glue them with a format)")
+
+
+def test_nothing_overflows_its_column(audit):
+    what = {"code": "code line", "tables": "table", "charts": "chart", "math": "equation"}
+    _fail_on([f"{r.url}: {what[kind]} wider than the {r.reading.get('column')} px column: {item}"
+              for r in audit.values() for kind in what for item in r.reading.get(kind, [])],
+             "content cut off at 1280 px")

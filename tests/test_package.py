@@ -99,6 +99,34 @@ def test_cell_magic_errors_are_not_swallowed(shell):
     assert isinstance(result.error_in_exec, ValueError)
 
 
+def test_each_framework_sees_its_own_classes(shell):
+    frameworks.use("both")
+    shell.run_cell("%%keras\nclass Layer:\n    kind = 'keras'\ndef make():\n    return Layer()")
+    shell.run_cell("%%pytorch\nclass Layer:\n    kind = 'pytorch'\ndef make():\n    return Layer()")
+    shell.run_cell("%%keras\nkeras_kind = make().kind")
+    shell.run_cell("%%pytorch\ntorch_kind = make().kind")
+    assert shell.user_ns["keras_kind"] == "keras" and shell.user_ns["torch_kind"] == "pytorch"
+    assert "Layer" not in shell.user_ns, "a framework's classes stay out of the shared namespace"
+    shell.run_cell("%%pytorch\nimport json as softmax")
+    shell.run_cell("def softmax(x):\n    return 'numpy'")
+    assert shell.user_ns["softmax"](1) == "numpy", "a framework's imports do not replace the notebook's names"
+    # a redefinition reaches the functions defined before it, as in a notebook (rerun the cells below)
+    shell.run_cell("%%keras\nclass Layer:\n    kind = 'edited'")
+    shell.run_cell("%%keras\nkeras_kind = make().kind")
+    assert shell.user_ns["keras_kind"] == "edited"
+    # other names are shared both ways, deletions too
+    shell.run_cell("shared_value = 5")
+    shell.run_cell("%%pytorch\nfrom_torch = shared_value + 1\ndel shared_value")
+    assert shell.user_ns["from_torch"] == 6 and "shared_value" not in shell.user_ns
+
+
+def test_cell_magics_understand_ipython_syntax(shell, capsys):
+    frameworks.use("pytorch")
+    result = shell.run_cell("%%pytorch\n!echo from-the-shell\nx = 3\n%time y = x + 1")
+    assert result.error_in_exec is None and result.error_before_exec is None
+    assert shell.user_ns["y"] == 4 and "from-the-shell" in capsys.readouterr().out
+
+
 def test_setup_banner_and_seeding(capsys):
     session = ac.setup(seed=3, scale="quick", frameworks="pytorch")
     out = capsys.readouterr().out
