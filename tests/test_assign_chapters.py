@@ -15,8 +15,10 @@ NOTEBOOKS = sorted((ROOT / "book").glob("[0-9][0-9]-*/*.ipynb"))
 
 
 def solution_lines(nb_path):
+    """The lines of the solutions that appear nowhere else in the chapter (a generic line such as `if hard:`
+    may also belong to a layer the chapter shows)."""
     nb = json.loads(nb_path.read_text(encoding="utf-8"))
-    lines = []
+    lines, elsewhere = [], set()
     for cell in nb["cells"]:
         inside = False
         for line in "".join(cell["source"]).splitlines():
@@ -26,7 +28,9 @@ def solution_lines(nb_path):
                 inside = False
             elif inside and line.strip() and not line.strip().startswith("#"):
                 lines.append(line.strip())
-    return lines
+            else:
+                elsewhere.add(line.strip())
+    return [line for line in lines if line not in elsewhere]
 
 
 @pytest.fixture(scope="module")

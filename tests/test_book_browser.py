@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import re
 import shutil
 import threading
 from dataclasses import dataclass, field
@@ -140,6 +141,7 @@ READING = r"""() => {
   for (const c of article.querySelectorAll('.course-vega')) {
     if (beyond(c.querySelector('svg, canvas') || c) && !scrolls(c)) out.charts.push(c.id || 'a chart');
   }
+  out.exercises = Array.from(article.querySelectorAll('.exercise .caption-number'), el => el.textContent.trim());
   for (const m of article.querySelectorAll('mjx-container[display="true"]')) {
     if (beyond(m) && !scrolls(m)) out.math.push(m.textContent.slice(0, 40) || 'an equation');
   }
@@ -506,3 +508,16 @@ def test_nothing_overflows_its_column(audit):
     _fail_on([f"{r.url}: {what[kind]} wider than the {r.reading.get('column')} px column: {item}"
               for r in audit.values() for kind in what for item in r.reading.get(kind, [])],
              "content cut off at 1280 px")
+
+
+def test_exercises_are_numbered_per_chapter(audit):
+    problems = []
+    for r in audit.values():
+        found = re.search(r"/(\d\d)-[^/]+/[^/]+\.html$", r.url)
+        numbers = r.reading.get("exercises", [])
+        if found is None:
+            continue
+        expected = [f"Exercise {int(found.group(1))}.{i}" for i in range(1, len(numbers) + 1)]
+        if numbers != expected:
+            problems.append(f"{r.url}: {numbers} (expected {expected})")
+    _fail_on(problems, "exercise numbers")

@@ -117,3 +117,34 @@ def test_repository_address_lives_in_one_place(tmp_path, monkeypatch):
     monkeypatch.setattr(repository, "configured", lambda: {"repo": "attention-course/attention-course",
                                                            "branch": "main"})
     assert len(repository.disagreements()) == 1
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.parent.name)
+def test_each_exercise_says_if_it_is_checked_and_how_long_it_takes(nb):
+    cells = json.loads(nb.read_text())["cells"]
+    for i, cell in enumerate(cells):
+        text = "".join(cell["source"])
+        for label, body in re.findall(r"\{exercise\}[^\n]*\n:label: (\S+)\n\n([^\n]*)", text):
+            checked = i + 1 < len(cells) and "solution" in cells[i + 1]["metadata"].get("tags", [])
+            expected = r"\*Checked automatically · about \d+ min\*" if checked else \
+                r"\*Open-ended, no automatic check · about \d+ min[^*]*\*"
+            assert re.fullmatch(expected, body), f"{label}: {body!r}"
+        if "solution" in cell["metadata"].get("tags", []):
+            assert cell["metadata"].get("mystnb", {}).get("code_prompt_show") == "Show solution", i
+
+
+def test_intro_times_are_the_chapters_own():
+    rows = dict(re.findall(r"^\| (\d) \| \{doc\}.*\| (\d+ min · \d+ min · \d+ min) \|$",
+                           (ROOT / "book" / "intro.md").read_text(), re.M))
+    assert len(rows) == len(NOTEBOOKS)
+    for nb in NOTEBOOKS:
+        course = json.loads(nb.read_text())["metadata"]["course"]
+        t = course["time"]
+        expected = f"{t['reading_min']} min · {t['quick_min_per_framework']} min · {t['full_min_per_framework']} min"
+        assert rows[str(course["chapter"])] == expected, nb.name
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.parent.name)
+def test_cells_have_unique_ids(nb):
+    ids = [cell.get("id") for cell in json.loads(nb.read_text())["cells"]]
+    assert None not in ids and len(set(ids)) == len(ids)

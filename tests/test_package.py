@@ -267,3 +267,31 @@ def test_benchmark_results_are_committed_and_complete():
         bench.load("nope")
     with pytest.raises(ConfigError, match="unknown attention kind"):
         bench.check_kind("sparse")
+
+
+def test_the_playground_chart_computes_the_softmax_in_the_browser():
+    import math
+    import re
+
+    keys = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.5]])
+    chart = ac.viz.attention_playground(keys=keys, tokens=["a", "b", "c"]).to_dict()
+    params = {p["name"]: p for p in chart["params"]}
+    assert all(params[n]["bind"]["input"] == "range" for n in ("query_x", "query_y", "temperature"))
+    # run the chart's own transforms (Vega expressions) in Python, for a query and a temperature
+    env = {"query_x": 0.5, "query_y": -1.5, "temperature": 0.7, "exp": math.exp}
+    rows = [{"kx": x, "ky": y} for x, y in keys]
+    for step in chart["transform"]:
+        if "calculate" in step:
+            expr = re.sub(r"datum\.(\w+)", r"row['\1']", step["calculate"])
+            for row in rows:
+                row[step["as"]] = eval(expr, {**env, "row": row})
+        else:
+            (agg,) = step["joinaggregate"]
+            values = [row[agg["field"]] for row in rows]
+            for row in rows:
+                row[agg["as"]] = {"max": max, "sum": sum}[agg["op"]](values)
+    scores = keys @ np.array([0.5, -1.5]) / 0.7
+    expected = np.exp(scores - scores.max()) / np.exp(scores - scores.max()).sum()
+    np.testing.assert_allclose([row["weight"] for row in rows], expected, rtol=1e-12)
+    with pytest.raises(ValueError, match="must be \\(T, 2\\)"):
+        ac.viz.attention_playground(keys=[[1, 0, 0]])

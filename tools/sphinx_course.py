@@ -12,6 +12,9 @@
    instead of producing a book whose formulas, charts and widgets silently do not render.
 3. The notebooks' execution cache is the folder that ``tools/notebook_cache.py`` fills while nbval runs the
    notebooks in ``make test`` (one per profile, settings and package source), so the book reuses that run.
+4. Exercises are numbered per chapter, "Exercise 2.3" (chapter 2, third exercise), not 1 … 16 across the book;
+   the chapter number is the one in the chapter's folder name (``book/02-…``), so an edition with some of the
+   chapters keeps their numbers.
 """
 
 from __future__ import annotations
@@ -75,7 +78,24 @@ def _use_notebook_cache(app, config) -> None:
     config.nb_execution_cache_path = str(cache_dir())
 
 
+def _number_exercises_per_chapter(app, env) -> list[str]:
+    changed = []
+    for docname, numbers in env.toc_fignumbers.items():
+        exercises = numbers.get("exercise")
+        folder = docname.split("/")[-2] if "/" in docname else ""
+        if not exercises or not folder[:2].isdigit():
+            continue
+        chapter = int(folder[:2])
+        ordered = sorted(exercises, key=lambda node_id: exercises[node_id])
+        renumbered = {node_id: (chapter, i) for i, node_id in enumerate(ordered, start=1)}
+        if renumbered != exercises:
+            numbers["exercise"] = renumbered
+            changed.append(docname)
+    return changed
+
+
 def setup(app) -> dict[str, Any]:
+    app.connect("env-get-updated", _number_exercises_per_chapter, priority=900)  # after Sphinx numbers them
     app.connect("config-inited", _use_notebook_cache)
     app.connect("builder-inited", _check_static_files)
     app.connect("html-page-context", _dedupe_scripts, priority=900)
