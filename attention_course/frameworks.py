@@ -92,9 +92,9 @@ def _remember(shell, source: str) -> str:
     return "<cell>"
 
 
-def _run_cell_body(shell, body: str, framework: str | None = None):
-    """Execute ``body`` for ``framework`` (in the user namespace itself when None); exceptions propagate (so nbval
-    sees them) and the value of a final bare expression is returned, so that it is displayed like a normal cell's."""
+def _run_cell_body(shell, body: str, framework: str):
+    """Execute ``body`` in ``framework``'s namespace; exceptions propagate (so nbval sees them) and the value of a
+    final bare expression is returned, so that it is displayed like a normal cell's."""
     source = python_source(body)
     filename = _remember(shell, source)  # so that tracebacks and inspect.getsource show the cell's lines
     tree = ast.parse(source, filename)
@@ -102,24 +102,20 @@ def _run_cell_body(shell, body: str, framework: str | None = None):
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
     shared = shell.user_ns
-    if framework is None:
-        space, private = shared, set()
-    else:
-        space = _spaces.setdefault(framework, {})
-        private = _private.setdefault(framework, set())
-        private |= defined_names(tree)
-        for name in [n for n in space if n not in private and n not in shared]:
-            del space[name]  # deleted from the notebook since this framework's last cell
-        space.update((n, v) for n, v in shared.items() if n not in private)
+    space = _spaces.setdefault(framework, {})
+    private = _private.setdefault(framework, set())
+    private |= defined_names(tree)
+    for name in [n for n in space if n not in private and n not in shared]:
+        del space[name]  # deleted from the notebook since this framework's last cell
+    space.update((n, v) for n, v in shared.items() if n not in private)
     before = set(space)
     try:
         exec(compile(tree, filename, "exec"), space)
         return None if last is None else eval(compile(last, filename, "eval"), space)
-    finally:
-        if space is not shared:  # publish what the cell bound, except its framework's own classes and functions
-            shared.update((n, v) for n, v in space.items() if n not in private and shared.get(n, space) is not v)
-            for name in before - set(space) - private:
-                shared.pop(name, None)
+    finally:  # publish what the cell bound, except its framework's own imports, classes and functions
+        shared.update((n, v) for n, v in space.items() if n not in private and shared.get(n, space) is not v)
+        for name in before - set(space) - private:
+            shared.pop(name, None)
 
 
 def _make_magic(name: str):
