@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import validate
 from .errors import InputError
-from .validate import check_counted, check_same_shape
 
 
 def _kept(pred, target, pad) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """pred and target as arrays of one shape, and where the target is not ``pad`` (None: everywhere)."""
     pred, target = np.asarray(pred), np.asarray(target)
-    check_same_shape("pred", pred.shape, target.shape, "target")
+    validate.same_shape("pred", pred.shape, target.shape, "target")
     return pred, target, (target != pad) if pad is not None else np.ones(target.shape, bool)
 
 
@@ -19,7 +19,7 @@ def token_accuracy(pred: np.ndarray, target: np.ndarray, pad: int | None = 0) ->
     """Share of non-pad target positions predicted right. pred, target (n, T) (or (n,)); ``pad=None`` counts
     every position. No position left to count is an error, not NaN."""
     pred, target, keep = _kept(pred, target, pad)
-    check_counted(int(keep.sum()), pad)
+    validate.counted(int(keep.sum()), pad)
     return float(((pred == target) & keep).sum() / keep.sum())
 
 
@@ -37,7 +37,7 @@ def per_example_accuracy(pred: np.ndarray, target: np.ndarray, pad: int | None =
 def sequence_accuracy(pred: np.ndarray, target: np.ndarray, pad: int | None = 0) -> float:
     """Share of examples whose every non-pad target position is right."""
     pred, target, keep = _kept(pred, target, pad)
-    check_counted(len(target), pad)
+    validate.counted(len(target), pad)
     return float((((pred == target) | ~keep).reshape(len(keep), -1).all(axis=1)).mean())
 
 
@@ -46,7 +46,7 @@ def accuracy_by_length(pred: np.ndarray, target: np.ndarray, lengths: np.ndarray
     """Mean per-example token accuracy for each source length: {length: accuracy}."""
     acc = per_example_accuracy(pred, target, pad)
     lengths = np.asarray(lengths)
-    check_same_shape("lengths", lengths.shape, acc.shape, "one length per example")
+    validate.same_shape("lengths", lengths.shape, acc.shape, "one length per example")
     return {int(n): float(acc[lengths == n].mean()) for n in np.unique(lengths)}
 
 

@@ -20,6 +20,21 @@ def test_import_loads_no_framework():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+
+def test_errors_holds_exceptions_and_validate_the_argument_rules():
+    """"check" is the word of ac.checks (grading exercises): the argument rules live in validate, by other names."""
+    import inspect
+
+    from attention_course import errors, validate
+
+    own = [v for v in vars(errors).values() if getattr(v, "__module__", None) == errors.__name__]
+    assert own and all(inspect.isclass(v) and issubclass(v, Exception) for v in own), own
+    rules = [n for n, v in vars(validate).items() if inspect.isfunction(v) and v.__module__ == validate.__name__]
+    assert {"shape_of", "attention_shapes", "score_shapes", "sequence_shapes", "choice", "sizes"} <= set(rules)
+    assert not [n for n in rules if n.startswith("check")], rules
+    with pytest.raises(ConfigError, match="unknown pooling 'max'; choose one of: last, attention"):
+        validate.choice("pooling", "max", ("last", "attention"))
+
 def test_profiles(monkeypatch):
     monkeypatch.setenv("COURSE_SCALE", "full")
     assert scale.current() == "full" and scale.pick(quick=1, full=2) == 2

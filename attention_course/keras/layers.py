@@ -10,8 +10,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from ..errors import shape_of
-from ..validate import check_softmax_shapes
+from .. import validate
 from . import inputs
 
 
@@ -23,7 +22,7 @@ def masked_softmax(scores, mask=None):
     """
     scores = inputs.floats(scores, "scores")
     mask = None if mask is None else inputs.tensor(mask, "mask")
-    check_softmax_shapes(shape_of(scores), None if mask is None else shape_of(mask))
+    validate.softmax_shapes(validate.shape_of(scores), None if mask is None else validate.shape_of(mask))
     if mask is None:
         return ops.softmax(scores, axis=-1)
     mask = inputs.bool_mask(mask)                          # bool, or 0/1 numbers: anything else is an error

@@ -12,8 +12,8 @@ from __future__ import annotations
 import keras
 from keras import layers, ops
 
-from ..errors import ConfigError, check_choice, check_sequence_shapes
-from ..validate import check_int, check_positive, check_rate, check_sizes
+from .. import validate
+from ..errors import ConfigError
 from . import inputs
 from .layers import masked_softmax
 from .models import _Model
@@ -43,16 +43,16 @@ class VariationalLSTM(_Block):
     def __init__(self, input_size: int, hidden: int, bidirectional: bool = False, dropout: float = 0.0,
                  recurrent_dropout: float = 0.0, **kwargs):
         super().__init__(**kwargs)
-        input_size, hidden = check_sizes(input_size=input_size, hidden=hidden)
-        check_rate("dropout", dropout)
-        check_rate("recurrent_dropout", recurrent_dropout)
+        input_size, hidden = validate.sizes(input_size=input_size, hidden=hidden)
+        validate.rate("dropout", dropout)
+        validate.rate("recurrent_dropout", recurrent_dropout)
         self.input_size, self.hidden, self.bidirectional = input_size, hidden, bidirectional
         lstm = layers.LSTM(hidden, return_sequences=True, dropout=dropout, recurrent_dropout=recurrent_dropout)
         self.lstm = layers.Bidirectional(lstm) if bidirectional else lstm
 
     def call(self, x):
         x = inputs.floats(x, "x")
-        check_sequence_shapes("VariationalLSTM", x, features=self.input_size)
+        validate.sequence_shapes("VariationalLSTM", x, features=self.input_size)
         return self.lstm(x)                 # Keras passes `training` down to the LSTM's dropouts
 
 
@@ -81,15 +81,15 @@ class FeatureAttention(_Block):
 
     def __init__(self, features: int, activation: str = "softmax", single: bool = False, **kwargs):
         super().__init__(**kwargs)
-        check_choice("activation", activation, ACTIVATIONS)
-        features = check_int("features", features)
+        validate.choice("activation", activation, ACTIVATIONS)
+        features = validate.integer("features", features)
         self.features, self.activation, self.single = features, activation, single
         self.score = layers.Dense(features)
 
     def call(self, x, mask=None, return_weights: bool = False):
         # x (B, T, d), mask (B, T) True on real tokens
         x, mask = _sequence(x, mask)
-        check_sequence_shapes("FeatureAttention", x, mask, features=self.features)
+        validate.sequence_shapes("FeatureAttention", x, mask, features=self.features)
         mask = inputs.bool_mask(mask)
         weights = _weights(self.score(x), self.activation)            # (B, T, d), rows sum to 1 over d
         if self.single:
@@ -117,15 +117,15 @@ class TimestepAttention(_Block):
 
     def __init__(self, steps: int, activation: str = "softmax", **kwargs):
         super().__init__(**kwargs)
-        check_choice("activation", activation, ACTIVATIONS)
-        steps = check_int("steps", steps)
+        validate.choice("activation", activation, ACTIVATIONS)
+        steps = validate.integer("steps", steps)
         self.steps, self.activation = steps, activation
         self.score = layers.Dense(steps)
 
     def call(self, x, mask=None, return_weights: bool = False):
         # x (B, T, d), mask (B, T) True on real tokens
         x, mask = _sequence(x, mask)
-        check_sequence_shapes("TimestepAttention", x, mask, steps=self.steps)
+        validate.sequence_shapes("TimestepAttention", x, mask, steps=self.steps)
         mask = inputs.bool_mask(mask)
         scores = self.score(ops.transpose(x, (0, 2, 1)))              # (B, d, T): per feature, over time
         m = None if mask is None else ops.expand_dims(mask, 1)        # (B, 1, T)
@@ -144,13 +144,13 @@ class AttentionPooling(_Block):
 
     def __init__(self, hidden: int, **kwargs):
         super().__init__(**kwargs)
-        hidden = check_int("hidden", hidden)
+        hidden = validate.integer("hidden", hidden)
         self.hidden = hidden
         self.score = layers.Dense(1)
 
     def call(self, states, mask=None, return_weights: bool = False):
         states, mask = _sequence(states, mask, "states")
-        check_sequence_shapes("AttentionPooling", states, mask, features=self.hidden)
+        validate.sequence_shapes("AttentionPooling", states, mask, features=self.hidden)
         mask = inputs.bool_mask(mask)
         e = ops.tanh(self.score(states))[..., 0]                      # (B, T)
         weights = masked_softmax(ops.expand_dims(e, 1), mask)[:, 0]   # (B, T), sums to 1 over the real steps
@@ -169,14 +169,14 @@ class AttentionGRU(_Block):
 
     def __init__(self, input_size: int, hidden: int, **kwargs):
         super().__init__(**kwargs)
-        input_size, hidden = check_sizes(input_size=input_size, hidden=hidden)
+        input_size, hidden = validate.sizes(input_size=input_size, hidden=hidden)
         self.input_size, self.hidden = input_size, hidden
         self.W_r, self.U_r = layers.Dense(hidden), layers.Dense(hidden)
         self.W, self.U = layers.Dense(hidden), layers.Dense(hidden)
 
     def call(self, facts, gates):
         facts, gates = inputs.floats(facts, "facts"), inputs.floats(gates, "gates")
-        check_sequence_shapes("AttentionGRU", facts, gates, features=self.input_size, mask_name="gates")
+        validate.sequence_shapes("AttentionGRU", facts, gates, features=self.input_size, mask_name="gates")
         xr, xh = self.W_r(facts), self.W(facts)                       # (B, T, H) each, for every step at once
         h = ops.zeros((ops.shape(facts)[0], self.hidden), dtype=facts.dtype)
         for t in range(facts.shape[1]):                               # T is static: a short unrolled loop
@@ -203,11 +203,11 @@ class NERTagger(_Model):
                  activation: str = "softmax", max_len: int | None = None, dropout: float = 0.1,
                  recurrent_dropout: float = 0.1, **kwargs):
         super().__init__(**kwargs)
-        check_choice("attention", attention, NER_ATTENTION)
+        validate.choice("attention", attention, NER_ATTENTION)
         if attention == "timestep" and max_len is None:
             raise ConfigError("timestep-wise attention needs max_len: its Dense layer is max_len × max_len")
-        vocab, n_tags, embed, hidden = check_sizes(vocab=vocab, n_tags=n_tags, embed=embed, hidden=hidden)
-        check_rate("dropout", dropout)
+        vocab, n_tags, embed, hidden = validate.sizes(vocab=vocab, n_tags=n_tags, embed=embed, hidden=hidden)
+        validate.rate("dropout", dropout)
         self.embed = layers.Embedding(vocab, embed)
         if attention == "timestep":
             self.attention = TimestepAttention(max_len, activation)
@@ -243,10 +243,10 @@ class SentimentClassifier(_Model):
     def __init__(self, vocab: int, embed: int = 32, hidden: int = 100, pooling: str = "last",
                  dropout: float = 0.3, recurrent_dropout: float = 0.2, embed_init: float | None = None, **kwargs):
         super().__init__(**kwargs)
-        check_choice("pooling", pooling, POOLING)
-        vocab, embed, hidden = check_sizes(vocab=vocab, embed=embed, hidden=hidden)
+        validate.choice("pooling", pooling, POOLING)
+        vocab, embed, hidden = validate.sizes(vocab=vocab, embed=embed, hidden=hidden)
         if embed_init is not None:
-            check_positive("embed_init", embed_init)
+            validate.positive("embed_init", embed_init)
         self.pooling = pooling
         init = "uniform" if embed_init is None else keras.initializers.RandomUniform(-embed_init, embed_init)
         self.embed = layers.Embedding(vocab, embed, embeddings_initializer=init)   # Keras' default: U(-0.05, 0.05)

@@ -16,8 +16,8 @@ import math
 import keras
 from keras import layers, ops
 
-from ..errors import ConfigError, check_score_shapes
-from ..validate import check_sizes
+from .. import validate
+from ..errors import ConfigError
 from . import inputs
 from .layers import masked_softmax
 
@@ -47,7 +47,7 @@ class DotScore(_Score):
 
     def call(self, query, key):
         query, key = inputs.pair(query, key)                       # float tensors
-        check_score_shapes(self, query, key)
+        validate.score_shapes(self, query, key)
         return ops.matmul(query, ops.transpose(key, (0, 2, 1)))    # (B, T_q, T_k)
 
 
@@ -56,7 +56,7 @@ class ScaledDotScore(_Score):
 
     def call(self, query, key):
         query, key = inputs.pair(query, key)                       # float tensors
-        check_score_shapes(self, query, key)
+        validate.score_shapes(self, query, key)
         return ops.matmul(query, ops.transpose(key, (0, 2, 1))) / math.sqrt(query.shape[-1])
 
 
@@ -71,7 +71,7 @@ class GeneralScore(_Score):
 
     def call(self, query, key):
         query, key = inputs.pair(query, key)                       # float tensors
-        check_score_shapes(self, query, key)
+        validate.score_shapes(self, query, key)
         return ops.matmul(query, ops.transpose(self.W_a(key), (0, 2, 1)))  # (B, T_q, d_q) @ (B, d_q, T_k)
 
     def get_config(self):
@@ -90,7 +90,7 @@ class ConcatScore(_Score):
 
     def call(self, query, key):
         query, key = inputs.pair(query, key)                       # float tensors
-        check_score_shapes(self, query, key)
+        validate.score_shapes(self, query, key)
         t_q, t_k = ops.shape(query)[1], ops.shape(key)[1]
         q = ops.repeat(ops.expand_dims(query, 2), t_k, axis=2)       # (B, T_q, T_k, d_q)
         k = ops.repeat(ops.expand_dims(key, 1), t_q, axis=1)         # (B, T_q, T_k, d_k)
@@ -114,7 +114,7 @@ class AdditiveScore(_Score):
 
     def call(self, query, key):
         query, key = inputs.pair(query, key)                       # float tensors
-        check_score_shapes(self, query, key)
+        validate.score_shapes(self, query, key)
         hidden = ops.expand_dims(self.W_a(query), 2) + ops.expand_dims(self.U_a(key), 1)  # (B, T_q, T_k, units)
         return ops.squeeze(self.v_a(ops.tanh(hidden)), -1)          # (B, T_q, T_k)
 
@@ -136,7 +136,7 @@ def make_score(score: str, d_query: int | None = None, d_key: int | None = None,
                           f"default to d_query)")
     d_key = d_query if d_key is None else d_key
     units = d_query if units is None else units
-    d_query, d_key, units = check_sizes(d_query=d_query, d_key=d_key, units=units)
+    d_query, d_key, units = validate.sizes(d_query=d_query, d_key=d_key, units=units)
     if score == "general":
         return GeneralScore(d_query, d_key)
     return (ConcatScore if score == "concat" else AdditiveScore)(d_query, d_key, units)
@@ -166,7 +166,7 @@ class ScoredAttention(keras.layers.Layer):
     def call(self, query, key, value, mask=None, return_weights: bool = False):
         # query (B, T_q, d_q), key (B, T_k, d_k), value (B, T_k, d_v), mask (B, T_k) or (B, T_q, T_k)
         query, key, value, mask = inputs.attention(query, key, value, mask, same_d=False)   # floats, bool mask
-        check_score_shapes(self.score, query, key, value, mask)
+        validate.score_shapes(self.score, query, key, value, mask)
         scores = self.score(query, key)                            # (B, T_q, T_k)
         weights = masked_softmax(scores, mask)                     # rows sum to 1 over the visible keys
         context = ops.matmul(weights, inputs.hide(value, mask))    # (B, T_q, d_v); hidden rows zeroed

@@ -16,17 +16,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..errors import ConfigError, check_sequence_shapes, shape_of
+from .. import validate
+from ..errors import ConfigError
 from ..train import progress
-from ..validate import (
-    TAU_HINT,
-    check_int,
-    check_not_empty,
-    check_positive,
-    check_same_shape,
-    check_sizes,
-    check_training,
-)
+from ..validate import TAU_HINT
 from . import inputs
 from .layers import DotProductAttention, masked_softmax
 from .train import device
@@ -53,7 +46,7 @@ def gumbel_softmax(logits, tau: float = 1.0, hard: bool = False, noise=None):
     ``hard=True``: the straight-through estimator: the forward value is the one-hot vector of the sample's
     argmax, the gradient is the soft sample's. ``noise``: pre-drawn g (same shape as ``logits``).
     """
-    check_positive("tau", tau, TAU_HINT)
+    validate.positive("tau", tau, TAU_HINT)
     logits = inputs.floats(logits, "logits")
     noise = gumbel_noise(logits.shape) if noise is None else _noise(noise, logits)
     noise = noise.to(logits.device, logits.dtype)
@@ -68,7 +61,7 @@ def gumbel_softmax(logits, tau: float = 1.0, hard: bool = False, noise=None):
 def _noise(noise, scores):
     """Pre-drawn Gumbel noise: floats of the scores' shape."""
     noise = inputs.floats(noise, "noise", scores.device)
-    check_same_shape("noise", shape_of(noise), shape_of(scores), "the scores (B, T_q, S)")
+    validate.same_shape("noise", validate.shape_of(noise), validate.shape_of(scores), "the scores (B, T_q, S)")
     return noise
 
 
@@ -130,7 +123,7 @@ class GumbelSoftmaxAttention(nn.Module):
 
     def __init__(self, tau: float = 1.0, hard: bool = True, scale: bool = False, seed: int | None = None):
         super().__init__()
-        check_positive("tau", tau, TAU_HINT)
+        validate.positive("tau", tau, TAU_HINT)
         self.tau, self.hard, self.scale, self.seed = tau, hard, scale, seed
         self.generator = None if seed is None else torch.Generator().manual_seed(seed)
 
@@ -167,10 +160,10 @@ class LocalAttention(nn.Module):
         super().__init__()
         if mode not in ("m", "p"):
             raise ConfigError(f"unknown local attention mode {mode!r}: use 'm' (monotonic) or 'p' (predictive)")
-        window = check_int("window (the half-width D)", window, 1 if mode == "p" else 0)
+        window = validate.integer("window (the half-width D)", window, 1 if mode == "p" else 0)
         if mode == "p" and dim is None:
             raise ConfigError("local-p predicts its centre from the query: give dim=<query size>")
-        dim = dim if mode == "m" and dim is None else check_int("dim (the query size)", dim)
+        dim = dim if mode == "m" and dim is None else validate.integer("dim (the query size)", dim)
         self.mode, self.window, self.dim, self.scale = mode, window, dim, scale
         if mode == "p":
             self.w_p = nn.Linear(dim, dim, bias=False)
@@ -185,10 +178,10 @@ class LocalAttention(nn.Module):
 
     def forward(self, query, key, value, mask=None, return_weights: bool = False):
         query, key, value, mask = inputs.attention(query, key, value, mask)   # floats, bool mask
-        check_not_empty("query", query.shape, what="T_q")
-        check_not_empty("key", key.shape, what="S")
+        validate.not_empty("query", query.shape, what="T_q")
+        validate.not_empty("key", key.shape, what="S")
         if self.mode == "p":                                          # w_p reads queries of size dim
-            check_sequence_shapes("LocalAttention(mode='p') query", query, features=self.dim)
+            validate.sequence_shapes("LocalAttention(mode='p') query", query, features=self.dim)
         b, t_q, d = query.shape
         s, d_v = key.shape[1], value.shape[-1]
         p = self.centres(query, s)                                    # (B, T_q)
@@ -238,7 +231,7 @@ class PointerModel(nn.Module):
         super().__init__()
         if attention not in self.VARIANTS:
             raise ConfigError(f"unknown attention {attention!r}: use one of {', '.join(self.VARIANTS)}")
-        vocab, n_out, length, steps, dim = check_sizes(vocab=vocab, n_out=n_out, length=length, steps=steps,
+        vocab, n_out, length, steps, dim = validate.sizes(vocab=vocab, n_out=n_out, length=length, steps=steps,
                                                        dim=dim)
         self.attention, self.length, self.steps = attention, length, steps
         self.step = nn.Embedding(steps, dim)
@@ -314,7 +307,7 @@ def train_pointer(model: PointerModel, x, y, *, steps: int, batch_size: int = 64
     Returns {"history": [{step, loss, accuracy, entropy, seconds}], "snapshots": [(step, (n_probe, T, S))],
     "seconds": training time without evaluation}.
     """
-    check_training(x, y, (len(y), model.steps, model.out.out_features), steps=steps, batch_size=batch_size,
+    validate.training(x, y, (len(y), model.steps, model.out.out_features), steps=steps, batch_size=batch_size,
                    eval_every=eval_every)
     rng = np.random.default_rng(seed)
     dev = device()
@@ -377,7 +370,7 @@ def reinforce_gradients(model: PointerModel, x, y, *, draws: int, baseline: floa
     with respect to the attention parameters (the ``step`` and ``position`` embeddings), on the fixed batch
     (x, y), each with fresh noise. ``baseline``: the constant b subtracted from r (None: no baseline).
     Returns (gradients (draws, n_parameters) float64, rewards (draws,): the mean reward of each draw)."""
-    check_training(x, y, (len(y), model.steps, model.out.out_features), draws=draws)
+    validate.training(x, y, (len(y), model.steps, model.out.out_features), draws=draws)
     rng = np.random.default_rng(seed)
     dev = model.step.weight.device
     xb, yb = torch.as_tensor(x, device=dev), torch.as_tensor(y, device=dev)
