@@ -253,4 +253,4 @@ def test_benchmark_results_are_committed_and_complete():
     with pytest.raises(ConfigError, match="no committed benchmark results for 'nope'.*make bench"):
         bench.load("nope")
     with pytest.raises(ConfigError, match="unknown attention kind"):
-        bench.check_kind("sparse")
+        bench.build_layer("sparse", None, window=2, dim=4)
