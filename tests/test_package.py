@@ -254,3 +254,12 @@ def test_benchmark_results_are_committed_and_complete():
         bench.load("nope")
     with pytest.raises(ConfigError, match="unknown attention kind"):
         bench.build_layer("sparse", None, window=2, dim=4)
+
+
+def test_glue_prints_the_value_for_the_prose(capsys):
+    from attention_course import book
+
+    assert ac.glue is book.glue
+    ac.glue("ratio", np.float32(0.25), "{:.2f}")
+    ac.glue("name", "dot")
+    assert capsys.readouterr().out.splitlines() == ["ratio = 0.25", "name = dot"]

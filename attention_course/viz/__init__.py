@@ -4,8 +4,8 @@ Every chart takes a ``description``: it becomes the chart's alt text (``aria-lab
 One module per family of charts; all are importable from here.
 """
 
-from ..vega_renderer import enable_renderer
 from .charts import attention_heatmap, lines, training_curves
+from .renderer import enable_renderer
 from .sampling import *  # noqa: F401,F403  (Chapter 2: distributions over training, samples, windows)
 from .sampling import __all__ as _sampling_all
 from .scores import *  # noqa: F401,F403  (Chapter 4: score statistics)
