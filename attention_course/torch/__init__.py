@@ -5,6 +5,8 @@ from .hard import *  # noqa: F401,F403,E402  (Chapter 2)
 from .hard import __all__ as _hard_all  # noqa: E402
 from .layers import DotProductAttention, masked_softmax
 from .models import ManyToMany, ManyToOne, OneToMany, OneToOne, Seq2Seq
+from .pointer import *  # noqa: F401,F403,E402  (Chapter 2's experiment)
+from .pointer import __all__ as _pointer_all  # noqa: E402
 from .recurrent import *  # noqa: F401,F403,E402  (Chapter 3)
 from .recurrent import __all__ as _recurrent_all  # noqa: E402
 from .scores import *  # noqa: F401,F403,E402  (Chapter 4)
@@ -14,5 +16,5 @@ from .train import accuracy, device, fit, predict
 __all__ = [
     "DotProductAttention", "masked_softmax", "OneToOne", "OneToMany", "ManyToOne", "ManyToMany", "Seq2Seq",
     "fit", "predict", "accuracy", "device",
-    *_hard_all, *_recurrent_all, *_scores_all,
+    *_hard_all, *_pointer_all, *_recurrent_all, *_scores_all,
 ]
