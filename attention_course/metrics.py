@@ -50,6 +50,13 @@ def accuracy_by_length(pred: np.ndarray, target: np.ndarray, lengths: np.ndarray
     return {int(n): float(acc[lengths == n].mean()) for n in np.unique(lengths)}
 
 
+
+def mean_entropy(dist: np.ndarray) -> float:
+    """The mean entropy (nats) of attention distributions over the last axis; rows that sum to less than 1
+    (local-p's window weights) are renormalised first."""
+    p = dist / np.maximum(dist.sum(-1, keepdims=True), 1e-12)       # local-p rows sum to < 1: renormalise
+    return float(-(p * np.log(np.where(p > 0, p, 1.0))).sum(-1).mean())
+
 def classification_report(y_true, y_pred, labels=None, target_names=None) -> str:
     """scikit-learn's per-class precision, recall, F1 and support, as text."""
     from sklearn.metrics import classification_report as report

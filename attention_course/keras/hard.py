@@ -19,6 +19,7 @@ from .. import validate
 from ..errors import ConfigError
 from ..validate import TAU_HINT
 from . import inputs
+from .base import Layer
 from .layers import masked_softmax
 
 __all__ = ["gumbel_noise", "gumbel_softmax", "HardAttention", "GumbelSoftmaxAttention", "LocalAttention"]
@@ -82,7 +83,7 @@ def _key_mask(mask, scores):
     return ops.broadcast_to(mask, ops.shape(scores))
 
 
-class HardAttention(layers.Layer):
+class HardAttention(Layer):
     """Hard (stochastic) attention: sample ONE key per query from π = softmax(scores) and return its value.
 
     Returns ``(context, index, log_prob)``: context (B, T_q, d_v) = value[index], index (B, T_q) int, and
@@ -95,10 +96,6 @@ class HardAttention(layers.Layer):
         super().__init__(**kwargs)
         self.scale, self.seed = scale, seed
         self.seed_generator = keras.random.SeedGenerator(seed)
-        self.supports_masking = True          # `mask` is ours (explicit), not Keras' implicit propagation
-
-    def compute_mask(self, *args, **kwargs):
-        return None
 
     def call(self, query, key, value, mask=None, noise=None, greedy: bool = False, return_weights: bool = False):
         query, key, value, mask = inputs.attention(query, key, value, mask)       # floats, bool mask
@@ -123,7 +120,7 @@ class HardAttention(layers.Layer):
         return {**super().get_config(), "scale": self.scale, "seed": self.seed}
 
 
-class GumbelSoftmaxAttention(layers.Layer):
+class GumbelSoftmaxAttention(Layer):
     """Hard attention trained with the Gumbel-softmax straight-through estimator.
 
     The weights are ``gumbel_softmax(scores, tau, hard)`` (one-hot in the forward pass when ``hard=True``);
@@ -137,10 +134,6 @@ class GumbelSoftmaxAttention(layers.Layer):
         validate.positive("tau", tau, TAU_HINT)
         self.tau, self.hard, self.scale, self.seed = tau, hard, scale, seed
         self.seed_generator = keras.random.SeedGenerator(seed)
-        self.supports_masking = True
-
-    def compute_mask(self, *args, **kwargs):
-        return None
 
     def call(self, query, key, value, mask=None, noise=None, greedy: bool = False, return_weights: bool = False):
         query, key, value, mask = inputs.attention(query, key, value, mask)       # floats, bool mask
@@ -161,7 +154,7 @@ class GumbelSoftmaxAttention(layers.Layer):
         return {**super().get_config(), "tau": self.tau, "hard": self.hard, "scale": self.scale, "seed": self.seed}
 
 
-class LocalAttention(layers.Layer):
+class LocalAttention(Layer):
     """Luong et al.'s local attention: each query looks only at the 2D+1 keys around a centre p_t.
 
     ``mode="m"`` (monotonic): p_t = t, the query's own index; weights = softmax over the window.
@@ -183,13 +176,9 @@ class LocalAttention(layers.Layer):
             raise ConfigError("local-p predicts its centre from the query: give dim=<query size>")
         dim = dim if mode == "m" and dim is None else validate.integer("dim (the query size)", dim)
         self.mode, self.window, self.dim, self.scale = mode, window, dim, scale
-        self.supports_masking = True          # `mask` is ours (explicit), not Keras' implicit propagation
         if mode == "p":
             self.w_p = layers.Dense(dim, use_bias=False, kernel_initializer=_torch_linear())
             self.v_p = layers.Dense(1, use_bias=False, kernel_initializer=_torch_linear())
-
-    def compute_mask(self, *args, **kwargs):
-        return None
 
     def centres(self, query, length: int):
         """The window centres p_t (B, T_q), as floats, for keys of ``length`` positions."""

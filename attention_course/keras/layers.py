@@ -12,6 +12,7 @@ from keras import ops
 
 from .. import validate
 from . import inputs
+from .base import Layer
 
 
 def masked_softmax(scores, mask=None):
@@ -33,7 +34,7 @@ def masked_softmax(scores, mask=None):
     return ops.softmax(filled, axis=-1) * ops.cast(mask, scores.dtype)  # fully masked rows → 0
 
 
-class DotProductAttention(keras.layers.Layer):
+class DotProductAttention(Layer):
     """Dot-product attention: a weighted average of the values, weighted by query·key similarity.
 
     ``scale=True`` divides the scores by √d (the Transformer's scaled dot product).
@@ -42,10 +43,6 @@ class DotProductAttention(keras.layers.Layer):
     def __init__(self, scale: bool = False, **kwargs):
         super().__init__(**kwargs)
         self.scale = scale
-        self.supports_masking = True      # `mask` is ours (explicit), not Keras' implicit propagation
-
-    def compute_mask(self, *args, **kwargs):
-        return None
 
     def call(self, query, key, value, mask=None, return_weights: bool = False):
         # query (B, T_q, d), key (B, T_k, d), value (B, T_k, d_v), mask (B, T_k) or (B, T_q, T_k)

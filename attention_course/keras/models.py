@@ -8,22 +8,14 @@ step; a mask is bool or 0/1 (``inputs``).
 
 from __future__ import annotations
 
-import keras
 from keras import layers, ops
 
 from .. import validate
+from ..text import BOS
 from . import inputs
+from .base import Model
 from .layers import DotProductAttention
 from .scores import ScoredAttention
-
-BOS = 2
-
-
-class _Model(keras.Model):
-    """A subclassed model whose sub-layers build on their first call (no ``build()`` needed)."""
-
-    def build(self, *args, **kwargs):
-        self.built = True
 
 
 def _gru(hidden: int) -> layers.GRU:
@@ -31,7 +23,7 @@ def _gru(hidden: int) -> layers.GRU:
     return layers.GRU(hidden, return_sequences=True, return_state=True, reset_after=True)
 
 
-class OneToOne(_Model):
+class OneToOne(Model):
     """One input → one output (a plain feed-forward net): x (B,) ids → logits (B, n_out)."""
 
     def __init__(self, n_in: int, n_out: int, hidden: int = 32, **kwargs):
@@ -46,7 +38,7 @@ class OneToOne(_Model):
         return self.out(ops.relu(self.hidden(self.embed(x))))
 
 
-class ManyToOne(_Model):
+class ManyToOne(Model):
     """Sequence → one label: x (B, T) → logits (B, n_out), read off the GRU's last state."""
 
     def __init__(self, vocab: int, n_out: int, embed: int = 16, hidden: int = 64, **kwargs):
@@ -62,7 +54,7 @@ class ManyToOne(_Model):
         return self.out(h)                               # (B, n_out)
 
 
-class ManyToMany(_Model):
+class ManyToMany(Model):
     """Sequence labeling: x (B, T) → logits (B, T, n_out), one label per step."""
 
     def __init__(self, vocab: int, n_out: int, embed: int = 16, hidden: int = 64, **kwargs):
@@ -78,7 +70,7 @@ class ManyToMany(_Model):
         return self.out(states)                          # (B, T, n_out)
 
 
-class OneToMany(_Model):
+class OneToMany(Model):
     """One input → a sequence: the input sets the decoder's first state, the decoder then reads its own
     previous token (teacher forcing in training). x (B,), tgt_in (B, T) → logits (B, T, vocab)."""
 
@@ -110,7 +102,7 @@ class OneToMany(_Model):
         return ops.concatenate(out, axis=1)
 
 
-class Seq2Seq(_Model):
+class Seq2Seq(Model):
     """Encoder–decoder GRU. Without attention the decoder sees the source only through the encoder's
     final state (the fixed-length bottleneck). With ``attention=True`` every decoder state also takes a
     weighted average of all encoder states (dot-product attention) before predicting its token.

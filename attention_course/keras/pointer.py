@@ -16,17 +16,19 @@ import tensorflow as tf
 from keras import layers, ops
 
 from .. import validate
+from ..choices import POINTER_ATTENTION
 from ..errors import ConfigError
+from ..metrics import mean_entropy
 from ..train import progress
 from . import inputs
+from .base import Model
 from .hard import GumbelSoftmaxAttention, HardAttention, LocalAttention, _scores, _torch_embedding, _torch_linear
 from .layers import DotProductAttention
-from .models import _Model
 
 __all__ = ["PointerModel", "train_pointer", "reinforce_gradients"]
 
 
-class PointerModel(_Model):
+class PointerModel(Model):
     """The chapter's pointer network: output step t must emit one symbol of a long source.
 
     Queries are learned embeddings of the output step (``step``); keys = symbol embedding (``symbol``) +
@@ -40,7 +42,7 @@ class PointerModel(_Model):
     replaces sampling by the argmax (evaluation).
     """
 
-    VARIANTS = ("soft", "hard", "gumbel", "local-m", "local-p")
+    VARIANTS = POINTER_ATTENTION
 
     def __init__(self, vocab: int, n_out: int, length: int, steps: int, dim: int = 32, attention: str = "soft",
                  window: int = 2, tau: float = 1.0, **kwargs):
@@ -104,11 +106,6 @@ def _np_noise(rng, model, batch):
     return rng.gumbel(size=(batch, model.steps, model.length)).astype(np.float32)
 
 
-def _entropy(dist: np.ndarray) -> float:
-    p = dist / np.maximum(dist.sum(-1, keepdims=True), 1e-12)       # local-p rows sum to < 1: renormalise
-    return float(-(p * np.log(np.where(p > 0, p, 1.0))).sum(-1).mean())
-
-
 def _cross_entropy(y, logits):
     return keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True)    # (B, T)
 
@@ -168,7 +165,7 @@ def train_pointer(model: PointerModel, x, y, *, steps: int, batch_size: int = 64
         acc = float(np.mean(np.asarray(pred) == y_eval))
         if probe is not None:
             run["snapshots"].append((step, np.asarray(model.distribution(probe))))
-        run["history"].append({"step": step, "loss": loss, "accuracy": acc, "entropy": _entropy(np.asarray(dist)),
+        run["history"].append({"step": step, "loss": loss, "accuracy": acc, "entropy": mean_entropy(np.asarray(dist)),
                                "seconds": run["seconds"]})
 
     reward_avg = np.zeros(model.steps, np.float32)

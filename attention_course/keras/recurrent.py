@@ -13,27 +13,18 @@ import keras
 from keras import layers, ops
 
 from .. import validate
+from ..choices import ACTIVATIONS, NER_ATTENTION, POOLING
 from ..errors import ConfigError
 from . import inputs
+from .base import Layer, Model
 from .layers import masked_softmax
-from .models import _Model
 
 __all__ = ["ACTIVATIONS", "NER_ATTENTION", "POOLING", "VariationalLSTM", "FeatureAttention", "TimestepAttention",
            "AttentionPooling", "AttentionGRU", "NERTagger", "SentimentClassifier"]
 
-ACTIVATIONS = ("softmax", "linear")                 # how the attention scores become weights
-NER_ATTENTION = (None, "feature", "feature_single", "timestep")
-POOLING = ("last", "attention", "attention_gru")
 
 
-class _Block(keras.layers.Layer):
-    """A layer whose masks are explicit arguments (Keras' implicit mask propagation is not used)."""
-
-    def compute_mask(self, *args, **kwargs):
-        return None
-
-
-class VariationalLSTM(_Block):
+class VariationalLSTM(Layer):
     """An LSTM that returns every state, with ``dropout`` on the inputs and ``recurrent_dropout`` on h_{t-1},
     one mask per sequence ("variational" dropout): Keras' own ``LSTM`` (wrapped in ``Bidirectional`` when
     ``bidirectional``). ``input_size`` is the size d of the inputs it takes (as in the PyTorch twin).
@@ -69,7 +60,7 @@ def _weights(scores, activation, mask=None):
     return masked_softmax(scores, mask)
 
 
-class FeatureAttention(_Block):
+class FeatureAttention(Layer):
     """Feature-wise attention: at each timestep, a Dense layer over the d features with a softmax over the
     features; the weights multiply the inputs. Each weight sees the other features of the same timestep, and
     the same (d × d) layer serves every timestep, so any length T works.
@@ -108,7 +99,7 @@ class FeatureAttention(_Block):
                 "single": self.single}
 
 
-class TimestepAttention(_Block):
+class TimestepAttention(Layer):
     """Timestep-wise attention: permute to (B, d, T), a Dense layer over the T timesteps with a softmax over
     time for each feature, averaged over the features into one weight per timestep, multiplied in. Each
     weight sees the same feature at the other timesteps. The Dense is T × T: the layer only takes sequences of
@@ -137,7 +128,7 @@ class TimestepAttention(_Block):
         return {**super().get_config(), "steps": self.steps, "activation": self.activation}
 
 
-class AttentionPooling(_Block):
+class AttentionPooling(Layer):
     """Attention pooling over time (feed-forward attention, Raffel & Ellis 2015; Yang et al. 2016 without a
     context vector): e_t = tanh(h_t W + b), a = softmax_t(e) (pads masked), context = Σ_t a_t h_t.
     states (B, T, H), mask (B, T) → context (B, H), weights (B, T)."""
@@ -161,7 +152,7 @@ class AttentionPooling(_Block):
         return {**super().get_config(), "hidden": self.hidden}
 
 
-class AttentionGRU(_Block):
+class AttentionGRU(Layer):
     """The attention GRU of Xiong et al. (2016): a GRU whose update gate is replaced by an attention weight
     g_t given from outside, so the weight decides how much step t rewrites the state:
     r_t = σ(W_r x_t + U_r h_{t-1}), h̃_t = tanh(W x_t + r_t ∘ U h_{t-1}), h_t = g_t h̃_t + (1 - g_t) h_{t-1}.
@@ -190,7 +181,7 @@ class AttentionGRU(_Block):
         return {**super().get_config(), "input_size": self.input_size, "hidden": self.hidden}
 
 
-class NERTagger(_Model):
+class NERTagger(Model):
     """The BiLSTM tagger of Part A: embedding → [attention] → dropout → BiLSTM → a softmax over the tags at
     every timestep (the logits; the loss applies the softmax).
 
@@ -229,7 +220,7 @@ class NERTagger(_Model):
         return (logits, weights) if return_weights else logits
 
 
-class SentimentClassifier(_Model):
+class SentimentClassifier(Model):
     """The sentence classifier of Part B: embedding → LSTM (dropout, recurrent dropout) → pooling → 2 logits
     (a two-way softmax, equivalent to one sigmoid output).
 

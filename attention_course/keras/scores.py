@@ -13,33 +13,22 @@ from __future__ import annotations
 
 import math
 
-import keras
 from keras import layers, ops
 
 from .. import validate
-from ..errors import ConfigError
+from ..choices import SCORES, score_layer
 from . import inputs
+from .base import BuildOnCall, Layer
 from .layers import masked_softmax
 
 __all__ = ["DotScore", "ScaledDotScore", "GeneralScore", "ConcatScore", "AdditiveScore", "ScoredAttention",
            "SCORES"]
 
-#: The score names ``ScoredAttention`` (and ``Seq2Seq(score=...)``) accept.
-SCORES = ("dot", "scaled_dot", "general", "concat", "additive")
 
 
-
-class _Score(keras.layers.Layer):
-    """A score layer: ``call(query, key)``; Keras' implicit masks are not used (masks go to the softmax)."""
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-
-    def build(self, *args, **kwargs):
-        self.built = True                 # the Dense sub-layers build on their first call
-
-    def compute_mask(self, *args, **kwargs):
-        return None
+class _Score(BuildOnCall, Layer):
+    """A score layer: ``call(query, key)``; masks go to the softmax (``ScoredAttention``). Its Dense sub-layers
+    build on their first call."""
 
 
 class DotScore(_Score):
@@ -124,25 +113,12 @@ class AdditiveScore(_Score):
 
 def make_score(score: str, d_query: int | None = None, d_key: int | None = None, units: int | None = None):
     """The score layer called ``score`` (one of ``SCORES``). Learned scores need ``d_query``; ``d_key``
-    defaults to ``d_query`` and ``units`` to ``d_query``."""
-    if score not in SCORES:
-        raise ConfigError(f"unknown score {score!r}: choose one of {', '.join(SCORES)}")
-    if score == "dot":
-        return DotScore()
-    if score == "scaled_dot":
-        return ScaledDotScore()
-    if d_query is None:
-        raise ConfigError(f"the {score!r} score is learned: give its sizes, e.g. d_query=64 (d_key and units "
-                          f"default to d_query)")
-    d_key = d_query if d_key is None else d_key
-    units = d_query if units is None else units
-    d_query, d_key, units = validate.sizes(d_query=d_query, d_key=d_key, units=units)
-    if score == "general":
-        return GeneralScore(d_query, d_key)
-    return (ConcatScore if score == "concat" else AdditiveScore)(d_query, d_key, units)
+    defaults to ``d_query`` and ``units`` to ``d_query`` (``attention_course.choices.score_layer``)."""
+    name, sizes = score_layer(score, d_query, d_key, units)
+    return globals()[name](*sizes)
 
 
-class ScoredAttention(keras.layers.Layer):
+class ScoredAttention(BuildOnCall, Layer):
     """Attention with a choice of score: scores → masked softmax over the keys → weighted sum of the values.
 
     ``score`` is one of ``SCORES``; the learned ones ("general", "concat", "additive") need ``d_query``
@@ -155,13 +131,7 @@ class ScoredAttention(keras.layers.Layer):
         self.score_name = score
         self.sizes = {"d_query": d_query, "d_key": d_key, "units": units}
         self.score = make_score(score, d_query, d_key, units)
-        self.supports_masking = True      # `mask` is ours (explicit), not Keras' implicit propagation
 
-    def build(self, *args, **kwargs):
-        self.built = True                 # the score's sub-layers build on their first call
-
-    def compute_mask(self, *args, **kwargs):
-        return None
 
     def call(self, query, key, value, mask=None, return_weights: bool = False):
         # query (B, T_q, d_q), key (B, T_k, d_k), value (B, T_k, d_v), mask (B, T_k) or (B, T_q, T_k)

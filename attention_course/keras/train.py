@@ -8,8 +8,7 @@ import tensorflow as tf
 from keras import ops
 
 from .. import validate
-from ..metrics import token_accuracy
-from ..train import History, batches, progress
+from ..train import History, accuracy_of, batches, progress
 from . import inputs as course_inputs
 
 
@@ -84,5 +83,4 @@ def predict(model: keras.Model, inputs, batch_size: int = 512) -> np.ndarray:
 
 def accuracy(model: keras.Model, inputs, targets, ignore_index: int | None = None) -> float:
     """Share of correct argmax predictions, leaving out ``ignore_index`` targets."""
-    validate.examples(inputs, targets)
-    return token_accuracy(predict(model, inputs).argmax(-1), np.asarray(targets), pad=ignore_index)
+    return accuracy_of(predict, model, inputs, targets, ignore_index)

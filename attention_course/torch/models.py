@@ -12,11 +12,10 @@ import torch
 from torch import nn
 
 from .. import validate
+from ..text import BOS
 from . import inputs
 from .layers import DotProductAttention
 from .scores import ScoredAttention
-
-BOS = 2
 
 
 class OneToOne(nn.Module):

@@ -15,7 +15,9 @@ import torch
 from torch import nn
 
 from .. import validate
+from ..choices import POINTER_ATTENTION
 from ..errors import ConfigError
+from ..metrics import mean_entropy
 from ..train import progress
 from . import inputs
 from .hard import GumbelSoftmaxAttention, HardAttention, LocalAttention, _scores
@@ -39,7 +41,7 @@ class PointerModel(nn.Module):
     replaces sampling by the argmax (evaluation).
     """
 
-    VARIANTS = ("soft", "hard", "gumbel", "local-m", "local-p")
+    VARIANTS = POINTER_ATTENTION
 
     def __init__(self, vocab: int, n_out: int, length: int, steps: int, dim: int = 32, attention: str = "soft",
                  window: int = 2, tau: float = 1.0):
@@ -103,11 +105,6 @@ def _np_noise(rng, model, batch):
     return torch.as_tensor(noise, device=model.step.weight.device)
 
 
-def _entropy(dist: np.ndarray) -> float:
-    p = dist / np.maximum(dist.sum(-1, keepdims=True), 1e-12)       # local-p rows sum to < 1: renormalise
-    return float(-(p * np.log(np.where(p > 0, p, 1.0))).sum(-1).mean())
-
-
 def train_pointer(model: PointerModel, x, y, *, steps: int, batch_size: int = 64, lr: float = 1e-2,
                   baseline: bool = True, entropy: float = 0.0, eval_data=None, eval_every: int = 25, probe=None,
                   seed: int = 0, desc: str | None = None) -> dict:
@@ -138,7 +135,7 @@ def train_pointer(model: PointerModel, x, y, *, steps: int, batch_size: int = 64
         with torch.no_grad():
             logits, _, _ = model(x_eval, greedy=True)
             acc = float((logits.argmax(-1) == y_eval).float().mean())
-            ent = _entropy(model.distribution(x_eval).cpu().numpy())
+            ent = mean_entropy(model.distribution(x_eval).cpu().numpy())
             if probe is not None:
                 run["snapshots"].append((step, model.distribution(torch.as_tensor(probe, device=dev)).cpu().numpy()))
         model.train()

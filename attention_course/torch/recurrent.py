@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from .. import validate
+from ..choices import ACTIVATIONS, NER_ATTENTION, POOLING
 from ..errors import ConfigError
 from . import inputs
 from .layers import masked_softmax
@@ -20,9 +21,6 @@ from .layers import masked_softmax
 __all__ = ["ACTIVATIONS", "NER_ATTENTION", "POOLING", "VariationalLSTM", "FeatureAttention", "TimestepAttention",
            "AttentionPooling", "AttentionGRU", "NERTagger", "SentimentClassifier"]
 
-ACTIVATIONS = ("softmax", "linear")                 # how the attention scores become weights
-NER_ATTENTION = (None, "feature", "feature_single", "timestep")
-POOLING = ("last", "attention", "attention_gru")
 
 
 class VariationalLSTM(nn.Module):

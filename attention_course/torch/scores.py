@@ -17,15 +17,12 @@ import torch
 from torch import nn
 
 from .. import validate
-from ..errors import ConfigError
+from ..choices import SCORES, score_layer
 from . import inputs
 from .layers import masked_softmax
 
 __all__ = ["DotScore", "ScaledDotScore", "GeneralScore", "ConcatScore", "AdditiveScore", "ScoredAttention",
            "SCORES"]
-
-#: The score names ``ScoredAttention`` (and ``Seq2Seq(score=...)``) accept.
-SCORES = ("dot", "scaled_dot", "general", "concat", "additive")
 
 
 
@@ -108,22 +105,9 @@ class AdditiveScore(_Score):
 
 def make_score(score: str, d_query: int | None = None, d_key: int | None = None, units: int | None = None):
     """The score module called ``score`` (one of ``SCORES``). Learned scores need ``d_query``; ``d_key``
-    defaults to ``d_query`` and ``units`` to ``d_query``."""
-    if score not in SCORES:
-        raise ConfigError(f"unknown score {score!r}: choose one of {', '.join(SCORES)}")
-    if score == "dot":
-        return DotScore()
-    if score == "scaled_dot":
-        return ScaledDotScore()
-    if d_query is None:
-        raise ConfigError(f"the {score!r} score is learned: give its sizes, e.g. d_query=64 (d_key and units "
-                          f"default to d_query)")
-    d_key = d_query if d_key is None else d_key
-    units = d_query if units is None else units
-    d_query, d_key, units = validate.sizes(d_query=d_query, d_key=d_key, units=units)
-    if score == "general":
-        return GeneralScore(d_query, d_key)
-    return (ConcatScore if score == "concat" else AdditiveScore)(d_query, d_key, units)
+    defaults to ``d_query`` and ``units`` to ``d_query`` (``attention_course.choices.score_layer``)."""
+    name, sizes = score_layer(score, d_query, d_key, units)
+    return globals()[name](*sizes)
 
 
 class ScoredAttention(nn.Module):

@@ -7,8 +7,7 @@ import torch
 from torch import nn
 
 from .. import validate
-from ..metrics import token_accuracy
-from ..train import History, batches, progress
+from ..train import History, accuracy_of, batches, progress
 
 
 def device() -> torch.device:
@@ -77,5 +76,4 @@ def predict(model: nn.Module, inputs, batch_size: int = 512) -> np.ndarray:
 
 def accuracy(model: nn.Module, inputs, targets, ignore_index: int | None = None) -> float:
     """Share of correct argmax predictions, leaving out ``ignore_index`` targets."""
-    validate.examples(inputs, targets)
-    return token_accuracy(predict(model, inputs).argmax(-1), np.asarray(targets), pad=ignore_index)
+    return accuracy_of(predict, model, inputs, targets, ignore_index)
