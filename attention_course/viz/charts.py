@@ -16,7 +16,7 @@ def _alt():
     return alt
 
 
-def _labels(tokens: Sequence, prefix: str) -> list[str]:
+def _labels(tokens: Sequence) -> list[str]:
     # unique, ordered labels: position and token ("03 · 7")
     return [f"{i:02d} · {t}" for i, t in enumerate(tokens)]
 
@@ -45,7 +45,7 @@ def attention_heatmap(weights, key_tokens, query_tokens, *, names: Sequence[str]
         w = np.asarray(w)
         if w.shape != (len(qs), len(ks)):
             raise ValueError(f"{name}: weights of shape {w.shape} do not match {len(qs)} queries × {len(ks)} keys")
-        klab, qlab = _labels(ks, "k"), _labels(qs, "q")
+        klab, qlab = _labels(ks), _labels(qs)
         for i in range(w.shape[0]):
             for j in range(w.shape[1]):
                 rows.append({"example": name, "query": qlab[i], "key": klab[j], "qpos": i, "kpos": j,
