@@ -1,11 +1,10 @@
-"""Metrics on NumPy arrays: token and sequence accuracy, accuracy by length, per-class reports, BLEU."""
+"""Metrics on NumPy arrays: token accuracy, attention entropy, the NER reports of Chapter 3."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from . import validate
-from .errors import InputError
 
 
 def _kept(pred, target, pad) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -23,53 +22,11 @@ def token_accuracy(pred: np.ndarray, target: np.ndarray, pad: int | None = 0) ->
     return float(((pred == target) & keep).sum() / keep.sum())
 
 
-def per_example_accuracy(pred: np.ndarray, target: np.ndarray, pad: int | None = 0) -> np.ndarray:
-    """Token accuracy of each example (n,), counting only its non-pad target positions (every example needs one)."""
-    pred, target, keep = _kept(pred, target, pad)
-    counts = keep.reshape(len(keep), -1).sum(axis=1)
-    if (counts == 0).any():
-        rows = np.flatnonzero(counts == 0)
-        raise InputError(f"accuracy of no targets: example(s) {rows[:5].tolist()} have every target equal to the "
-                         f"pad id {pad}, so there is nothing to count")
-    return ((pred == target) & keep).reshape(len(keep), -1).sum(axis=1) / counts
-
-
-def sequence_accuracy(pred: np.ndarray, target: np.ndarray, pad: int | None = 0) -> float:
-    """Share of examples whose every non-pad target position is right."""
-    pred, target, keep = _kept(pred, target, pad)
-    validate.counted(len(target), pad)
-    return float((((pred == target) | ~keep).reshape(len(keep), -1).all(axis=1)).mean())
-
-
-def accuracy_by_length(pred: np.ndarray, target: np.ndarray, lengths: np.ndarray,
-                       pad: int | None = 0) -> dict[int, float]:
-    """Mean per-example token accuracy for each source length: {length: accuracy}."""
-    acc = per_example_accuracy(pred, target, pad)
-    lengths = np.asarray(lengths)
-    validate.same_shape("lengths", lengths.shape, acc.shape, "one length per example")
-    return {int(n): float(acc[lengths == n].mean()) for n in np.unique(lengths)}
-
-
-
 def mean_entropy(dist: np.ndarray) -> float:
     """The mean entropy (nats) of attention distributions over the last axis; rows that sum to less than 1
     (local-p's window weights) are renormalised first."""
     p = dist / np.maximum(dist.sum(-1, keepdims=True), 1e-12)       # local-p rows sum to < 1: renormalise
     return float(-(p * np.log(np.where(p > 0, p, 1.0))).sum(-1).mean())
-
-def classification_report(y_true, y_pred, labels=None, target_names=None) -> str:
-    """scikit-learn's per-class precision, recall, F1 and support, as text."""
-    from sklearn.metrics import classification_report as report
-
-    return report(y_true, y_pred, labels=labels, target_names=target_names, zero_division=0, digits=3)
-
-
-def bleu(hypotheses: list[str], references: list[str]) -> float:
-    """Corpus BLEU (sacreBLEU, 0–100) of detokenised hypotheses against one reference each."""
-    import sacrebleu
-
-    return float(sacrebleu.corpus_bleu(hypotheses, [references]).score)
-
 
 # ---- Chapter 3: NER reports by entity type, the padding that inflates them, attention mass on pads ----------
 

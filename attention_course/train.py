@@ -30,17 +30,6 @@ class History:
     def last(self, key: str) -> float:
         return self.metrics[key][-1]
 
-    def to_frame(self, **labels):
-        """A long-format DataFrame (epoch, metric, value, plus constant label columns) for Altair."""
-        import pandas as pd
-
-        rows = [
-            {"epoch": i + 1, "metric": key, "value": value, **labels}
-            for key, values in self.metrics.items()
-            for i, value in enumerate(values)
-        ]
-        return pd.DataFrame(rows)
-
     def __repr__(self) -> str:
         last = ", ".join(f"{k}={v[-1]:.4f}" for k, v in self.metrics.items() if v)
         return f"History({len(self)} epochs: {last})"
