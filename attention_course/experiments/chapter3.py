@@ -20,6 +20,8 @@ import platform
 import re
 import time
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -55,6 +57,7 @@ class Framework:
 
     def __init__(self, name: str, threads: int):
         self.name = name
+        self.m: ModuleType
         if name == "pytorch":
             import torch
 
@@ -262,12 +265,12 @@ def run(framework: str = "pytorch", *, threads: int = 1, ner_epochs: int = 5, se
     os.environ.setdefault("COURSE_PROGRESS", "0")
     fw = Framework(framework, threads)
     started, t0 = time.strftime("%Y-%m-%d %H:%M %Z"), time.perf_counter()
-    config = {"ner_epochs": 1 if smoke else ner_epochs, "ner_batch": 32, "ner_lr": 1e-3,
+    config: dict[str, Any] = {"ner_epochs": 1 if smoke else ner_epochs, "ner_batch": 32, "ner_lr": 1e-3,
               "ner_max_len": 104, "ner_split_seed": 0, "ner_train_seed": 0,
               "sentiment_epochs": 1 if smoke else sentiment_epochs, "sentiment_batch": 32,
               "sentiment_lr": 1e-3, "sentiment_max_len": 32, "seeds": list(range(2 if smoke else seeds)),
               "sentiment_models": list(models), "embed_init": embed_init}
-    res = {"framework": framework, "profile": "smoke" if smoke else "full", "config": config,
+    res: dict[str, Any] = {"framework": framework, "profile": "smoke" if smoke else "full", "config": config,
            "hardware": hardware(threads), "started": started, "command": command,
            "versions": {"numpy": np.__version__}}
     if framework == "pytorch":

@@ -9,6 +9,7 @@ signatures; noise is drawn by NumPy from the same seed in both frameworks.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import keras
 import numpy as np
@@ -158,7 +159,7 @@ def train_pointer(model: PointerModel, x, y, *, steps: int, batch_size: int = 64
         logits, _, _ = model(xb, greedy=True)
         return ops.argmax(logits, axis=-1), model.distribution(xb)
 
-    run = {"history": [], "snapshots": [], "seconds": 0.0}
+    run: dict[str, Any] = {"history": [], "snapshots": [], "seconds": 0.0}
 
     def evaluate(step, loss):
         pred, dist = eval_step(tf.convert_to_tensor(x_eval))
@@ -168,7 +169,7 @@ def train_pointer(model: PointerModel, x, y, *, steps: int, batch_size: int = 64
         run["history"].append({"step": step, "loss": loss, "accuracy": acc, "entropy": mean_entropy(np.asarray(dist)),
                                "seconds": run["seconds"]})
 
-    reward_avg = np.zeros(model.steps, np.float32)
+    reward_avg: np.ndarray = np.zeros(model.steps, np.float32)
     with inputs.graph_errors(), progress(total=steps, desc=desc or f"keras · {model.attention}") as bar:
         evaluate(0, float("nan"))
         for step in range(1, steps + 1):
@@ -190,7 +191,7 @@ def train_pointer(model: PointerModel, x, y, *, steps: int, batch_size: int = 64
 
 
 def reinforce_gradients(model: PointerModel, x, y, *, draws: int, baseline: float | None = None,
-                        seed: int = 0) -> np.ndarray:
+                        seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """``draws`` single-sample REINFORCE estimates of the gradient of the expected reward (r = -cross-entropy)
     with respect to the attention parameters (the ``step`` and ``position`` embeddings), on the fixed batch
     (x, y), each with fresh noise. ``baseline``: the constant b subtracted from r (None: no baseline).

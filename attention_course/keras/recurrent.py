@@ -197,6 +197,7 @@ class NERTagger(Model):
         validate.choice("attention", attention, NER_ATTENTION)
         if attention == "timestep" and max_len is None:
             raise ConfigError("timestep-wise attention needs max_len: its Dense layer is max_len × max_len")
+        self.attention: TimestepAttention | FeatureAttention | None
         vocab, n_tags, embed, hidden = validate.sizes(vocab=vocab, n_tags=n_tags, embed=embed, hidden=hidden)
         validate.rate("dropout", dropout)
         self.embed = layers.Embedding(vocab, embed)
@@ -242,8 +243,8 @@ class SentimentClassifier(Model):
         init = "uniform" if embed_init is None else keras.initializers.RandomUniform(-embed_init, embed_init)
         self.embed = layers.Embedding(vocab, embed, embeddings_initializer=init)   # Keras' default: U(-0.05, 0.05)
         self.rnn = VariationalLSTM(embed, hidden, dropout=dropout, recurrent_dropout=recurrent_dropout)
-        self.pool = AttentionPooling(hidden) if pooling != "last" else None
-        self.agru = AttentionGRU(hidden, hidden) if pooling == "attention_gru" else None
+        self.pool: AttentionPooling | None = AttentionPooling(hidden) if pooling != "last" else None
+        self.agru: AttentionGRU | None = AttentionGRU(hidden, hidden) if pooling == "attention_gru" else None
         self.out = layers.Dense(2)
 
     def call(self, x, mask=None, return_weights: bool = False):
@@ -253,8 +254,9 @@ class SentimentClassifier(Model):
         if self.pooling == "last":
             summary = states[:, -1]                                   # (B, H)
         else:
+            assert self.pool is not None                              # pooling is "attention" or "attention_gru"
             summary, weights = self.pool(states, mask=mask, return_weights=True)
-            if self.pooling == "attention_gru":
+            if self.agru is not None:
                 summary = self.agru(states, weights)                  # the weights act as update gates
         logits = self.out(summary)
         return (logits, weights) if return_weights else logits

@@ -9,6 +9,7 @@ signatures; noise is drawn by NumPy from the same seed in both frameworks.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 import torch
@@ -127,7 +128,7 @@ def train_pointer(model: PointerModel, x, y, *, steps: int, batch_size: int = 64
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     x_eval, y_eval = eval_data if eval_data is not None else (x[:512], y[:512])
     x_eval, y_eval = torch.as_tensor(x_eval, device=dev), torch.as_tensor(y_eval, device=dev)
-    run = {"history": [], "snapshots": [], "seconds": 0.0}
+    run: dict[str, Any] = {"history": [], "snapshots": [], "seconds": 0.0}
     reward_avg = torch.zeros(model.steps, device=dev)
 
     def evaluate(step, loss):
@@ -177,7 +178,7 @@ def train_pointer(model: PointerModel, x, y, *, steps: int, batch_size: int = 64
 
 
 def reinforce_gradients(model: PointerModel, x, y, *, draws: int, baseline: float | None = None,
-                        seed: int = 0) -> np.ndarray:
+                        seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """``draws`` single-sample REINFORCE estimates of the gradient of the expected reward (r = -cross-entropy)
     with respect to the attention parameters (the ``step`` and ``position`` embeddings), on the fixed batch
     (x, y), each with fresh noise. ``baseline``: the constant b subtracted from r (None: no baseline).
