@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .report import glue
+from .book import glue
 from .session import setup
 
 __version__ = "0.1.0"

@@ -232,7 +232,7 @@ def _transform_all(chosen: list[int], available: dict[int, Path]) -> dict[Path, 
         for nb_path in _notebooks(available[c]):
             try:
                 nb = nbformat.read(nb_path, as_version=4)
-            except Exception as err:  # noqa: BLE001 - nbformat raises many kinds for a damaged file
+            except Exception as err:
                 raise AssignError(f"{nb_path} is not a readable notebook ({type(err).__name__}: {err})") from err
             done[nb_path] = (strip_solutions(nb, name=str(nb_path)), answer_key(nb, name=str(nb_path)))
     return done

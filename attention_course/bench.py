@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from . import validate
 from .errors import ConfigError
 
 #: What ``ac.torch.cost.forward`` / ``ac.keras.cost.forward`` can build.
@@ -26,15 +27,12 @@ KINDS = ("global", "local-m", "local-p", "dot", "general", "additive", "score-ad
 RESULTS = Path(__file__).resolve().parent / "benchmarks"
 
 
-def check_kind(kind: str) -> None:
-    if kind not in KINDS:
-        raise ConfigError(f"unknown attention kind {kind!r} to time; choose one of: {', '.join(KINDS)}")
 
 
 def build_layer(kind: str, fw, *, window: int, dim: int):
     """The layer of ``kind`` from ``fw`` (``ac.torch`` or ``ac.keras``): what ``cost.forward`` runs. Score kinds
     (``score-*``) are score layers, called on (query, key); the others are attention layers, on (q, k, v)."""
-    check_kind(kind)
+    validate.choice("attention kind to time", kind, KINDS)
     if kind == "global":
         return fw.DotProductAttention(scale=True)
     if kind.startswith("local-"):

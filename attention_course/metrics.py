@@ -1,17 +1,18 @@
-"""Metrics on NumPy arrays: token and sequence accuracy, accuracy by length, per-class reports, BLEU."""
+"""Metrics on NumPy arrays: token accuracy (overall and per example), attention entropy, the NER reports of
+Chapter 3."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from . import validate
 from .errors import InputError
-from .validate import check_counted, check_same_shape
 
 
 def _kept(pred, target, pad) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """pred and target as arrays of one shape, and where the target is not ``pad`` (None: everywhere)."""
     pred, target = np.asarray(pred), np.asarray(target)
-    check_same_shape("pred", pred.shape, target.shape, "target")
+    validate.same_shape("pred", pred.shape, target.shape, "target")
     return pred, target, (target != pad) if pad is not None else np.ones(target.shape, bool)
 
 
@@ -19,12 +20,13 @@ def token_accuracy(pred: np.ndarray, target: np.ndarray, pad: int | None = 0) ->
     """Share of non-pad target positions predicted right. pred, target (n, T) (or (n,)); ``pad=None`` counts
     every position. No position left to count is an error, not NaN."""
     pred, target, keep = _kept(pred, target, pad)
-    check_counted(int(keep.sum()), pad)
+    validate.counted(int(keep.sum()), pad)
     return float(((pred == target) & keep).sum() / keep.sum())
 
 
 def per_example_accuracy(pred: np.ndarray, target: np.ndarray, pad: int | None = 0) -> np.ndarray:
-    """Token accuracy of each example (n,), counting only its non-pad target positions (every example needs one)."""
+    """Token accuracy of each example (n,), counting only its non-pad target positions (Chapters 1 and 4 plot
+    it against the source length). Every example needs a position to count."""
     pred, target, keep = _kept(pred, target, pad)
     counts = keep.reshape(len(keep), -1).sum(axis=1)
     if (counts == 0).any():
@@ -34,35 +36,11 @@ def per_example_accuracy(pred: np.ndarray, target: np.ndarray, pad: int | None =
     return ((pred == target) & keep).reshape(len(keep), -1).sum(axis=1) / counts
 
 
-def sequence_accuracy(pred: np.ndarray, target: np.ndarray, pad: int | None = 0) -> float:
-    """Share of examples whose every non-pad target position is right."""
-    pred, target, keep = _kept(pred, target, pad)
-    check_counted(len(target), pad)
-    return float((((pred == target) | ~keep).reshape(len(keep), -1).all(axis=1)).mean())
-
-
-def accuracy_by_length(pred: np.ndarray, target: np.ndarray, lengths: np.ndarray,
-                       pad: int | None = 0) -> dict[int, float]:
-    """Mean per-example token accuracy for each source length: {length: accuracy}."""
-    acc = per_example_accuracy(pred, target, pad)
-    lengths = np.asarray(lengths)
-    check_same_shape("lengths", lengths.shape, acc.shape, "one length per example")
-    return {int(n): float(acc[lengths == n].mean()) for n in np.unique(lengths)}
-
-
-def classification_report(y_true, y_pred, labels=None, target_names=None) -> str:
-    """scikit-learn's per-class precision, recall, F1 and support, as text."""
-    from sklearn.metrics import classification_report as report
-
-    return report(y_true, y_pred, labels=labels, target_names=target_names, zero_division=0, digits=3)
-
-
-def bleu(hypotheses: list[str], references: list[str]) -> float:
-    """Corpus BLEU (sacreBLEU, 0–100) of detokenised hypotheses against one reference each."""
-    import sacrebleu
-
-    return float(sacrebleu.corpus_bleu(hypotheses, [references]).score)
-
+def mean_entropy(dist: np.ndarray) -> float:
+    """The mean entropy (nats) of attention distributions over the last axis; rows that sum to less than 1
+    (local-p's window weights) are renormalised first."""
+    p = dist / np.maximum(dist.sum(-1, keepdims=True), 1e-12)       # local-p rows sum to < 1: renormalise
+    return float(-(p * np.log(np.where(p > 0, p, 1.0))).sum(-1).mean())
 
 # ---- Chapter 3: NER reports by entity type, the padding that inflates them, attention mass on pads ----------
 

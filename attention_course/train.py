@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
+
+from . import validate
+from .metrics import token_accuracy
 
 
 class History:
@@ -27,17 +30,6 @@ class History:
     def last(self, key: str) -> float:
         return self.metrics[key][-1]
 
-    def to_frame(self, **labels):
-        """A long-format DataFrame (epoch, metric, value, plus constant label columns) for Altair."""
-        import pandas as pd
-
-        rows = [
-            {"epoch": i + 1, "metric": key, "value": value, **labels}
-            for key, values in self.metrics.items()
-            for i, value in enumerate(values)
-        ]
-        return pd.DataFrame(rows)
-
     def __repr__(self) -> str:
         last = ", ".join(f"{k}={v[-1]:.4f}" for k, v in self.metrics.items() if v)
         return f"History({len(self)} epochs: {last})"
@@ -56,3 +48,10 @@ def progress(total: int, desc: str):
 
     disable = os.environ.get("COURSE_PROGRESS", "1") == "0"
     return tqdm(total=total, desc=desc, disable=disable, leave=True, mininterval=0.5)
+
+
+def accuracy_of(predict: Callable, model, inputs, targets, ignore_index: int | None = None) -> float:
+    """Share of correct argmax predictions of ``predict(model, inputs)`` (either framework's ``predict``),
+    leaving out ``ignore_index`` targets: what ``ac.torch.accuracy`` and ``ac.keras.accuracy`` return."""
+    validate.examples(inputs, targets)
+    return token_accuracy(predict(model, inputs).argmax(-1), np.asarray(targets), pad=ignore_index)

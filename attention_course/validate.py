@@ -1,9 +1,11 @@
-"""Argument checks shared by the two frameworks' layers, models and training loops.
+"""Argument validation shared by the two frameworks' layers, models and training loops.
 
-Each check takes plain facts that the framework code reads off its tensors (a shape, a dtype name, a few
+Each function takes plain facts that the framework code reads off its tensors (a shape, a dtype name, a few
 values) and raises the course's own error (``attention_course.errors``) with a message that names the argument,
-the rule and what it got, so a bad input gets the same message in Keras and in PyTorch. Nothing here imports a
-framework; ``attention_course.torch.inputs`` and ``attention_course.keras.inputs`` read the facts.
+the rule and what it got, so a bad input gets the same message in Keras and in PyTorch. Call them by module,
+``validate.sizes(vocab=vocab)``, ``validate.attention_shapes(query, key, value, mask)``: "check" is the word of
+``ac.checks``, which grades a learner's exercise. Nothing here imports a framework;
+``attention_course.torch.inputs`` and ``attention_course.keras.inputs`` read the facts.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ TAU_HINT = " (the Gumbel-softmax temperature: small tau gives nearly one-hot sam
 
 # ---- constructor arguments -----------------------------------------------------------------------------------
 
-def check_int(name: str, value, minimum: int = 1, hint: str = "") -> int:
+def integer(name: str, value, minimum: int = 1, hint: str = "") -> int:
     """A size, count or window: a Python or NumPy integer >= ``minimum`` (2.5, 2.0 and True are refused)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ConfigError(f"{name} must be a whole number (int) >= {minimum}; got {value!r} "
@@ -31,20 +33,20 @@ def check_int(name: str, value, minimum: int = 1, hint: str = "") -> int:
     return int(value)
 
 
-def check_sizes(**sizes) -> tuple[int, ...]:
+def sizes(**values) -> tuple[int, ...]:
     """Layer sizes (a vocabulary, units, a length) and counts (steps, a batch size): whole numbers >= 1, returned
     as Python ints in the order given (a NumPy integer works in both frameworks)."""
-    return tuple(check_int(name, value) for name, value in sizes.items())
+    return tuple(integer(name, value) for name, value in values.items())
 
 
-def check_positive(name: str, value, hint: str = "") -> float:
+def positive(name: str, value, hint: str = "") -> float:
     """A finite number > 0 (a temperature, a learning rate)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < math.inf:
         raise ConfigError(f"{name} must be a finite number > 0; got {value!r}{hint}")
     return float(value)
 
 
-def check_rate(name: str, value) -> float:
+def rate(name: str, value) -> float:
     """A dropout rate: a number in [0, 1)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value < 1:
         raise ConfigError(f"{name} (a dropout rate) must be a number in [0, 1); got {value!r}")
@@ -68,22 +70,22 @@ def not_a_tensor(name: str, x, framework: str) -> InputError:
     return InputError(f"{name} must be a {framework} tensor or a NumPy array; got {type(x).__name__} {x!r:.60}")
 
 
-def check_numeric(name: str, dtype, shape) -> None:
+def numeric(name: str, dtype, shape) -> None:
     """A NumPy array handed to a layer holds numbers (bool, int or float)."""
     if kind(dtype) == "other":
         raise InputError(f"{name} must hold numbers (bool, int or float); got {dtype} values of shape {tuple(shape)}")
 
 
-def check_float(name: str, dtype, shape) -> None:
+def floating(name: str, dtype, shape) -> None:
     """Queries, keys, values, states and scores are real numbers: a float dtype."""
     if kind(dtype) != "float":
         raise InputError(f"{name} must be a float tensor (e.g. float32); got {dtype} of shape {tuple(shape)}: "
                          f"convert it to float32 first")
 
 
-def check_mask_dtype(name: str, dtype, shape) -> None:
+def mask_dtype(name: str, dtype, shape) -> None:
     """A mask is bool, or numbers (whose values are checked next)."""
-    check_numeric(name, dtype, shape)
+    numeric(name, dtype, shape)
 
 
 def bad_mask(name: str, values) -> InputError:
@@ -97,7 +99,7 @@ def ids_rule(name: str, vocab: int) -> str:
     return f"{name} must hold integer token ids in [0, {vocab}) (the vocabulary size is {vocab})"
 
 
-def check_ids(name: str, dtype, shape, vocab: int, low=None, high=None) -> None:
+def ids(name: str, dtype, shape, vocab: int, low=None, high=None) -> None:
     """Token ids: an integer dtype and, when the values are known (``low``, ``high``), inside [0, vocab)."""
     if kind(dtype) != "int":
         raise InputError(f"{ids_rule(name, vocab)}; got a {dtype} tensor of shape {tuple(shape)}")
@@ -107,41 +109,112 @@ def check_ids(name: str, dtype, shape, vocab: int, low=None, high=None) -> None:
 
 # ---- shapes --------------------------------------------------------------------------------------------------
 
-def check_not_empty(name: str, shape, axis: int = 1, what: str = "T") -> None:
+def shape_of(x) -> tuple:
+    """The shape of an array or tensor of any framework as a plain tuple of ints (None if unknown)."""
+    return tuple(None if d is None else int(d) for d in x.shape)
+
+
+def attention_shapes(query, key, value, mask=None, same_d: bool = True) -> None:
+    """Raise :class:`ShapeError` unless query ``(B, T_q, d)``, key ``(B, T_k, d)``, value ``(B, T_k, d_v)``
+    and mask (broadcastable to ``(B, T_q, T_k)``) fit together. ``same_d=False`` lets the query and key sizes
+    differ (scores with learned matrices)."""
+    q, k, v = shape_of(query), shape_of(key), shape_of(value)
+    if len(q) != 3 or len(k) != 3 or len(v) != 3:
+        raise ShapeError(
+            f"attention expects 3-D query (batch, T_q, d), key (batch, T_k, d) and value (batch, T_k, d_v); "
+            f"got query {q}, key {k}, value {v}"
+        )
+    if same_d and q[-1] != k[-1]:
+        raise ShapeError(f"query and key must share their last size d: query {q} has d={q[-1]}, key {k} has d={k[-1]}")
+    if k[1] != v[1]:
+        raise ShapeError(f"key and value must have the same number of positions T_k: key {k}, value {v}")
+    if q[0] != k[0] or k[0] != v[0]:
+        raise ShapeError(f"query, key and value must share the batch size: query {q}, key {k}, value {v}")
+    if mask is not None:
+        m = shape_of(mask)
+        expected = (q[0], q[1], k[1])
+        if len(m) == 2:
+            ok = m == (q[0], k[1])
+            hint = f"a 2-D key mask must be (batch, T_k) = {(q[0], k[1])}"
+        elif len(m) == 3:
+            ok = all(a in (1, b) for a, b in zip(m, expected, strict=True))
+            hint = f"a 3-D mask must broadcast to (batch, T_q, T_k) = {expected}"
+        else:
+            ok, hint = False, "a mask must be 2-D (batch, T_k) or 3-D (batch, T_q, T_k)"
+        if not ok:
+            raise ShapeError(f"mask of shape {m} does not fit query {q} and key {k}: {hint}")
+
+
+def score_shapes(score, query, key, value=None, mask=None) -> None:
+    """Shape errors for a score layer (either framework). Dot scores need d_q == d_k; learned scores
+    (``score.d_query``/``score.d_key`` set) accept any pair of sizes, but only the ones they were built for."""
+    learned = getattr(score, "d_query", None) is not None
+    attention_shapes(query, key, key if value is None else value, mask, same_d=not learned)
+    q, k = shape_of(query), shape_of(key)
+    if learned and (q[-1] != score.d_query or k[-1] != score.d_key):
+        raise ShapeError(f"{type(score).__name__} was built for d_query={score.d_query} and d_key={score.d_key}, "
+                         f"but got query {q} (d_q={q[-1]}) and key {k} (d_k={k[-1]})")
+
+
+def choice(what: str, value, options) -> None:
+    """Raise :class:`ConfigError` unless ``value`` is one of ``options``; the message lists them."""
+    if value not in options:
+        raise ConfigError(f"unknown {what} {value!r}; choose one of: {', '.join(map(str, options))}")
+
+
+def sequence_shapes(name: str, x, mask=None, features: int | None = None, steps: int | None = None,
+                          mask_name: str = "mask") -> None:
+    """Shape errors for a layer over a sequence ``x`` ``(B, T, d)`` with an optional ``mask`` ``(B, T)``:
+    ``features`` is the d it was built for, ``steps`` the one length T it accepts (a T × T layer). ``mask_name``
+    names the (B, T) companion in the message (e.g. "gates")."""
+    s = shape_of(x)
+    if len(s) != 3:
+        raise ShapeError(f"{name} expects a 3-D input (batch, T, d); got {s}")
+    if features is not None and s[2] != features:
+        raise ShapeError(f"{name} was built for d={features} features, but got input {s} (d={s[2]})")
+    if steps is not None and s[1] != steps:
+        raise ShapeError(f"{name} was built for exactly T={steps} timesteps (its Dense is {steps}×{steps}), "
+                         f"but got input {s} (T={s[1]}): pad or cut every sequence to {steps}")
+    if mask is not None and shape_of(mask) != s[:2]:
+        raise ShapeError(f"{name}: the {mask_name} must be (batch, T) = {s[:2]} to fit the input {s}; "
+                         f"got {mask_name} {shape_of(mask)}")
+
+
+def not_empty(name: str, shape, axis: int = 1, what: str = "T") -> None:
     """A sequence needs at least one position on ``axis``."""
     if shape[axis] == 0:
         raise ShapeError(f"{name} has no positions: shape {tuple(shape)} has {what} = 0; "
                          f"give every sequence at least one position")
 
 
-def check_id_shape(name: str, shape, ndim: int = 2, length: int | None = None) -> None:
+def id_shape(name: str, shape, ndim: int = 2, length: int | None = None) -> None:
     """Token ids of ``ndim`` axes: (batch,) or (batch, T) with 1 <= T (<= ``length``, when the model learned one
     position embedding per step)."""
     if len(shape) != ndim:
         expected = "(batch,)" if ndim == 1 else "(batch, T)"
         raise ShapeError(f"{name} must be {ndim}-D token ids {expected}; got shape {tuple(shape)}")
     if ndim == 2:
-        check_not_empty(name, shape)
+        not_empty(name, shape)
     if length is not None and shape[1] is not None and shape[1] > length:
         raise ShapeError(f"{name} has {shape[1]} positions, but the model was built for length={length} "
                          f"(one learned position embedding each); got shape {tuple(shape)}")
 
 
-def check_batch(**shapes) -> None:
+def same_batch(**shapes) -> None:
     """Arguments that go together (source and target ids, …) share their batch size, axis 0."""
     if len({shape[0] for shape in shapes.values()} - {None}) > 1:          # None: unknown while traced
         raise ShapeError("these arguments must share their batch size (axis 0): "
                          + ", ".join(f"{name} {tuple(shape)}" for name, shape in shapes.items()))
 
 
-def check_same_shape(name: str, shape, expected, expected_name: str) -> None:
+def same_shape(name: str, shape, expected, expected_name: str) -> None:
     """``shape`` equals ``expected`` (a size that is None, unknown while traced, fits any)."""
     same = len(shape) == len(expected) and all(None in (a, b) or a == b for a, b in zip(shape, expected, strict=True))
     if not same:
         raise ShapeError(f"{name} must have the shape of {expected_name}, {tuple(expected)}; got {tuple(shape)}")
 
 
-def check_softmax_shapes(scores, mask) -> None:
+def softmax_shapes(scores, mask) -> None:
     """masked_softmax: scores (B, T_q, T_k), mask (B, T_k) or broadcastable to (B, T_q, T_k)."""
     if mask is None:
         return
@@ -160,7 +233,7 @@ def check_softmax_shapes(scores, mask) -> None:
 
 # ---- training data and metrics -------------------------------------------------------------------------------
 
-def check_data(inputs, targets=None) -> int:
+def examples(inputs, targets=None) -> int:
     """fit/predict/accuracy: ``inputs`` a tuple of arrays (one per argument of the model) with the examples on
     axis 0, as many in each (and in ``targets``). Returns that number."""
     if not isinstance(inputs, (tuple, list)) or not inputs:
@@ -184,7 +257,7 @@ def check_data(inputs, targets=None) -> int:
     return n
 
 
-def check_targets(targets, logits_shape, ignore_index=None) -> None:
+def targets(targets, logits_shape, ignore_index=None) -> None:
     """Class ids for a cross-entropy: integers in [0, classes) (or ``ignore_index``), shaped like the logits
     without their last axis, and at least one that is not ignored. ``logits_shape``: (n, [T,] classes)."""
     t = np.asarray(targets)
@@ -203,15 +276,15 @@ def check_targets(targets, logits_shape, ignore_index=None) -> None:
                          f"ignore_index={ignore_index}; got ids from {low} to {high}")
 
 
-def check_training(x, y, logits_shape, **counts) -> None:
+def training(x, y, logits_shape, **counts) -> None:
     """A training run: x (n, S) and y (n, T) with as many examples, y class ids for logits of
     ``logits_shape`` (·, T, classes), and ``counts`` (steps, batch_size, …) whole numbers >= 1."""
-    check_data((x,), y)
-    check_targets(y, logits_shape)
-    check_sizes(**counts)
+    examples((x,), y)
+    targets(y, logits_shape)
+    sizes(**counts)
 
 
-def check_counted(count: int, ignored) -> None:
+def counted(count: int, ignored) -> None:
     """An accuracy needs at least one target that is not ignored (else it would be 0/0 = NaN)."""
     if count == 0:
         raise InputError(f"accuracy of no targets: there is nothing to count (no targets, or every target equals "

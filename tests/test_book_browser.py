@@ -183,7 +183,7 @@ def discover_pages(book: Path) -> list[str]:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 - signature of the base class
+    def log_message(self, format, *args):
         pass
 
 

@@ -76,7 +76,7 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server API)
+    def do_GET(self) -> None:
         if self.path not in self.server.routes:
             self.send_error(404, "not found")
             return
@@ -97,7 +97,7 @@ class _Handler(BaseHTTPRequestHandler):
 class _TrickleHandler(BaseHTTPRequestHandler):
     """Declares 1000 bytes, then sends one every 0.2 s, for 10 s at most (a server too slow to finish)."""
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server API)
+    def do_GET(self) -> None:
         self.send_response(200)
         self.send_header("Content-Length", "1000")
         self.end_headers()

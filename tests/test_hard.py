@@ -45,6 +45,14 @@ def test_chapter_names_in_both_frameworks():
         assert name in ac.torch.__all__ and name in ac.keras.__all__, name
 
 
+
+def test_layers_and_the_pointer_experiment_live_apart():
+    for fw in (ac.torch, ac.keras):
+        for name in ("HardAttention", "GumbelSoftmaxAttention", "LocalAttention", "gumbel_softmax", "gumbel_noise"):
+            assert getattr(fw, name).__module__ == f"{fw.__name__}.hard", name
+        for name in ("PointerModel", "train_pointer", "reinforce_gradients"):
+            assert getattr(fw, name).__module__ == f"{fw.__name__}.pointer", name
+
 @pytest.mark.parametrize("name", LAYERS)
 def test_same_layer_signatures(name):
     t, k = getattr(ac.torch, name), getattr(ac.keras, name)

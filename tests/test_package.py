@@ -10,7 +10,7 @@ import pytest
 import attention_course as ac
 from attention_course import checks, frameworks, metrics, scale
 from attention_course.data import synthetic
-from attention_course.errors import ConfigError
+from attention_course.errors import ConfigError, InputError
 
 
 def test_import_loads_no_framework():
@@ -19,6 +19,21 @@ def test_import_loads_no_framework():
             "print(heavy); assert not heavy, heavy")
     subprocess.run([sys.executable, "-c", code], check=True)
 
+
+
+def test_errors_holds_exceptions_and_validate_the_argument_rules():
+    """"check" is the word of ac.checks (grading exercises): the argument rules live in validate, by other names."""
+    import inspect
+
+    from attention_course import errors, validate
+
+    own = [v for v in vars(errors).values() if getattr(v, "__module__", None) == errors.__name__]
+    assert own and all(inspect.isclass(v) and issubclass(v, Exception) for v in own), own
+    rules = [n for n, v in vars(validate).items() if inspect.isfunction(v) and v.__module__ == validate.__name__]
+    assert {"shape_of", "attention_shapes", "score_shapes", "sequence_shapes", "choice", "sizes"} <= set(rules)
+    assert not [n for n in rules if n.startswith("check")], rules
+    with pytest.raises(ConfigError, match="unknown pooling 'max'; choose one of: last, attention"):
+        validate.choice("pooling", "max", ("last", "attention"))
 
 def test_profiles(monkeypatch):
     monkeypatch.setenv("COURSE_SCALE", "full")
@@ -142,11 +157,11 @@ def test_metrics():
     target = np.array([[4, 5, 3, 0], [6, 3, 0, 0]])
     pred = np.array([[4, 7, 3, 9], [6, 3, 1, 1]])
     assert metrics.token_accuracy(pred, target) == pytest.approx(4 / 5)
-    assert metrics.sequence_accuracy(pred, target) == 0.5
     np.testing.assert_allclose(metrics.per_example_accuracy(pred, target), [2 / 3, 1.0])
-    assert metrics.accuracy_by_length(pred, target, np.array([2, 1])) == {1: 1.0, 2: pytest.approx(2 / 3)}
-    assert metrics.bleu(["the cat sat on the mat"], ["the cat sat on the mat"]) == pytest.approx(100)
-    assert "precision" in metrics.classification_report([0, 1, 1], [0, 1, 0])
+    with pytest.raises(InputError, match=r"example\(s\) \[1\] have every target equal to the pad id 0"):
+        metrics.per_example_accuracy(pred, np.array([[4, 5, 3, 0], [0, 0, 0, 0]]))
+    assert metrics.mean_entropy(np.array([[0.5, 0.5], [1.0, 0.0]])) == pytest.approx(np.log(2) / 2)
+    assert metrics.mean_entropy(np.array([[0.25, 0.25, 0.0]])) == pytest.approx(np.log(2))   # renormalised
 
 
 def test_sequence_task_is_seeded_and_well_formed():
@@ -232,7 +247,7 @@ def test_training_learns_a_small_task(fw_name):
     history = fw.fit(model, (x,), y, epochs=4, lr=1e-2)
     assert history["loss"][-1] < history["loss"][0]
     assert fw.accuracy(model, (x,), y) > 0.8
-    assert len(history.to_frame(run="x")) == 8
+    assert len(history) == 4 and history.last("accuracy") == history["accuracy"][-1]
 
 
 def test_keras_fit_updates_repeated_embedding_rows():
@@ -266,7 +281,41 @@ def test_benchmark_results_are_committed_and_complete():
     with pytest.raises(ConfigError, match="no committed benchmark results for 'nope'.*make bench"):
         bench.load("nope")
     with pytest.raises(ConfigError, match="unknown attention kind"):
-        bench.check_kind("sparse")
+        bench.build_layer("sparse", None, window=2, dim=4)
+
+
+def test_glue_prints_the_value_for_the_prose(capsys, monkeypatch):
+    from attention_course import book
+
+    assert ac.glue is book.glue
+    monkeypatch.setenv("COURSE_GLUE_ECHO", "1")
+    ac.glue("ratio", np.float32(0.25), "{:.2f}")
+    ac.glue("name", "dot")
+    ac.glue("raw", 0.005800000000000027)
+    assert capsys.readouterr().out.splitlines() == ["ratio = 0.25", "name = dot", "raw = 0.0058"]
+    monkeypatch.setenv("COURSE_GLUE_ECHO", "0")
+    ac.glue("quiet", 1.5, "{:.1f}")
+    assert capsys.readouterr().out == ""
+
+
+def test_glued_floats_show_their_format_in_the_prose():
+    from myst_nb.core.variables import format_plain_text
+
+    from attention_course.book import _Number
+
+    number = _Number(0.005800000000000027, "0.0058")
+    assert repr(number) == "0.0058" and float(number) == 0.005800000000000027
+    assert format_plain_text(repr(number), "") == "0.0058"          # {glue:text}`name`
+    assert format_plain_text(repr(number), ".1%") == "0.6%"          # {glue:text}`name:.1%`
+
+
+def test_the_version_is_written_once():
+    from pathlib import Path
+
+    text = (Path(ac.__path__[0]).parent / "pyproject.toml").read_text(encoding="utf-8")
+    assert 'dynamic = ["version"]' in text and 'version = { attr = "attention_course.__version__" }' in text
+    assert not [line for line in text.splitlines() if line.startswith('version = "')]   # no static version
+    assert ac.__version__.count(".") == 2
 
 
 def test_the_playground_chart_computes_the_softmax_in_the_browser():

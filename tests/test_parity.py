@@ -18,6 +18,44 @@ def test_same_public_names():
     assert sorted(ac.torch.__all__) == sorted(ac.keras.__all__)
 
 
+
+def test_neutral_choices_are_stated_once():
+    from attention_course import choices, text
+
+    for name in ("SCORES", "ACTIVATIONS", "NER_ATTENTION", "POOLING"):
+        assert getattr(ac.torch, name) is getattr(ac.keras, name) is getattr(choices, name), name
+    assert ac.torch.PointerModel.VARIANTS is ac.keras.PointerModel.VARIANTS is choices.POINTER_ATTENTION
+    assert ac.torch.models.BOS == ac.keras.models.BOS == text.BOS == synthetic.BOS
+    for score in choices.SCORES:
+        name, sizes = choices.score_layer(score, d_query=4)
+        t, k = ac.torch.scores.make_score(score, d_query=4), ac.keras.scores.make_score(score, d_query=4)
+        assert type(t).__name__ == type(k).__name__ == name and len(sizes) in (0, 2, 3)
+    with pytest.raises(ac.errors.ConfigError, match="unknown score 'cosine': choose one of dot, scaled_dot"):
+        choices.score_layer("cosine")
+    with pytest.raises(ac.errors.ConfigError, match="the 'general' score is learned"):
+        ac.keras.scores.make_score("general")
+
+
+def test_keras_layers_share_one_base_for_explicit_masks():
+    from attention_course.keras import base
+
+    layers = [ac.keras.DotProductAttention(), ac.keras.HardAttention(), ac.keras.GumbelSoftmaxAttention(),
+              ac.keras.LocalAttention(), ac.keras.ScoredAttention("dot"), ac.keras.DotScore(),
+              ac.keras.FeatureAttention(4), ac.keras.AttentionPooling(4)]
+    for layer in layers:
+        assert isinstance(layer, base.Layer) and layer.supports_masking, layer
+        assert layer.compute_mask(np.ones((1, 2, 4), "float32"), np.ones((1, 2), bool)) is None
+    assert isinstance(ac.keras.Seq2Seq(vocab=5), base.Model)
+
+
+def test_accuracy_is_the_neutral_argmax_accuracy():
+    x = np.array([0, 1, 2, 3])
+    for fw in (ac.torch, ac.keras):
+        model = fw.OneToOne(n_in=4, n_out=4)
+        pred = fw.predict(model, (x,)).argmax(-1)
+        assert fw.accuracy(model, (x,), pred) == 1.0
+        assert fw.accuracy(model, (x,), np.where(x == 0, (pred + 1) % 4, pred), ignore_index=None) == 0.75
+
 @pytest.mark.parametrize("name", ["DotProductAttention", "OneToOne", "OneToMany", "ManyToOne", "ManyToMany", "Seq2Seq"])
 def test_same_signatures(name):
     t, k = getattr(ac.torch, name), getattr(ac.keras, name)

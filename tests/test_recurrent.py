@@ -2,9 +2,10 @@
 LSTM, the NER and sentiment models (parity of the twins, properties, errors), the NER preprocessing and reports,
 the exercise checkers and the token-highlight chart."""
 
-import importlib.util
 import inspect
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -319,10 +320,19 @@ def test_pad_mass():
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("chapter3_full", ac.__path__[0] + "/../tools/chapter3_full.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from attention_course.experiments import chapter3
+
+    return chapter3
+
+
+def test_the_chapter3_experiment_loads_no_framework_and_its_command_is_thin():
+    code = ("import sys; from attention_course.experiments.chapter3 import NER_MODELS, SENTIMENT_MODELS; "
+            "heavy = [m for m in ('torch', 'tensorflow', 'keras') if m in sys.modules]; assert not heavy, heavy")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    tool = Path(ac.__path__[0]).parent / "tools" / "chapter3_full.py"
+    out = subprocess.run([sys.executable, str(tool), "--help"], capture_output=True, text=True, check=True)
+    assert "--skip-sentiment" in out.stdout
+    assert "def " not in tool.read_text().replace("def main()", "")       # the logic lives in the package
 
 
 RESULTS = Path(ac.__path__[0]).parent / "book" / "03-timestep-feature-attention" / "results"

@@ -1,12 +1,6 @@
 r"""Chapter 3, full profile: train every model of the chapter on the whole datasets and write the results that
 the book shows in every profile (book/03-timestep-feature-attention/results/: a JSON file and a markdown table).
-
-Part A: the BiLSTM tagger on all 47,959 sentences of the GMB/Kaggle NER corpus (80/20 split, padded to the
-longest sentence), baseline and attention variants; token-level reports (tags merged by entity type, pads left
-out), entity-level reports (seqeval), the padding count, the attention over the "Venezuela …" sentence.
-Part B: the sentiment classifier on Amazon + Yelp (2,000 sentences, 80/20 split, padded to 32) over several
-seeds: last state, attention pooling with and without a mask, the attention GRU; accuracy, attention mass on
-pads, attention on sentiment words.
+The experiment itself is ``attention_course.experiments.chapter3``; this is its command line.
 
     COURSE_DATA_DIR=/path/to/data nice -n 19 .venv/bin/python tools/chapter3_full.py --framework pytorch
 
@@ -33,240 +27,18 @@ with recurrent dropout steps through 104 timesteps in Python, 0.1-0.2 s per batc
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
-import re
 import shlex
 import sys
-import time
 from pathlib import Path
-
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from attention_course._quiet import quiet_frameworks  # noqa: E402
 
 quiet_frameworks()
-import attention_course as ac  # noqa: E402
-from attention_course.text import pad_batch  # noqa: E402
+from attention_course.experiments import chapter3  # noqa: E402
 
 OUT = ROOT / "book" / "03-timestep-feature-attention" / "results"
-SHOWCASE = "Venezuela 's state-owned oil company , PDVSA"          # the talk's example sentence starts so
-
-NER_MODELS = {                                   # name → NERTagger keyword arguments
-    "baseline": {},
-    "feature · softmax": {"attention": "feature"},
-    "feature · linear": {"attention": "feature", "activation": "linear"},
-    "feature, one vector · softmax": {"attention": "feature_single"},
-    "timestep · softmax": {"attention": "timestep"},
-    "timestep · linear": {"attention": "timestep", "activation": "linear"},
-}
-SENTIMENT_MODELS = {                             # name → (pooling, use the mask)
-    "last state": ("last", True),
-    "attention": ("attention", True),
-    "attention, no mask": ("attention", False),
-    "attention GRU": ("attention_gru", True),
-}
-
-
-# ---- frameworks ---------------------------------------------------------------------------------------------
-
-class Framework:
-    def __init__(self, name: str, threads: int):
-        self.name = name
-        if name == "pytorch":
-            import torch
-
-            torch.set_num_threads(threads)
-            self.m, self.torch = ac.torch, torch
-        else:
-            import tensorflow as tf
-
-            tf.config.threading.set_intra_op_parallelism_threads(threads)
-            tf.config.threading.set_inter_op_parallelism_threads(threads)
-            self.m = ac.keras
-
-    def seed(self, seed: int) -> None:
-        if self.name == "pytorch":
-            self.torch.manual_seed(seed)
-        else:
-            ac.keras.train.keras.utils.set_random_seed(seed)
-
-    def call(self, model, *args, **kwargs):
-        """model(*args) in evaluation mode, as NumPy (a tuple stays a tuple)."""
-        if self.name == "pytorch":
-            model.eval()
-            with self.torch.no_grad():
-                out = model(*[self.torch.as_tensor(a) for a in args], **kwargs)
-            return tuple(None if o is None else o.numpy() for o in out) if isinstance(out, tuple) else out.numpy()
-        out = model(*args, **kwargs)
-        return tuple(None if o is None else np.asarray(o) for o in out) if isinstance(out, tuple) else np.asarray(out)
-
-    def embed(self, model, x):
-        return self.call(model.embed, x)
-
-
-# ---- Part A -------------------------------------------------------------------------------------------------
-
-def token_gain(fw: Framework, model, x: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """How much of each token's embedding the attention lets through: ||a_t ∘ x_t|| / ||x_t||, (B, T)."""
-    emb = fw.embed(model, x)                                        # (B, T, d)
-    w = weights[..., None] if weights.ndim == 2 else weights        # timestep (B, T) or feature (B, T, d)
-    return np.linalg.norm(emb * w, axis=-1) / np.linalg.norm(emb, axis=-1)
-
-
-def run_ner(fw: Framework, data: dict, epochs: int, batch_size: int, lr: float, seed: int) -> dict:
-    sentences, tags, T = data["sentences"], data["tags"], data["max_len"]
-    test_idx = data["split"]["test"]
-    Xte, Yte = data["X_test"], data["Y_test"]
-    real = Yte != 0
-    true_flat = [tags[t] for t in Yte[real]]
-    true_seqs = [sentences[i].tags for i in test_idx]
-    n_o = sum(t == "O" for t in true_flat)
-    lengths = real.sum(1)
-    showcase = next(i for i, s in enumerate(sentences) if " ".join(s.words).startswith(SHOWCASE))
-    x_show = pad_batch([data["vocab"].encode(sentences[showcase].words)], max_len=T).ids
-    out = {"padding": ac.metrics.padding_inflation(lengths, n_o, T), "models": {},
-           "showcase": {"index": int(showcase), "words": sentences[showcase].words,
-                        "tags": sentences[showcase].tags,
-                        "split": "test" if showcase in set(test_idx.tolist()) else "train"}}
-    for name, kwargs in NER_MODELS.items():
-        fw.seed(seed)
-        model = fw.m.NERTagger(len(data["vocab"]), len(tags), max_len=T, **kwargs)
-        start = time.perf_counter()
-        history = fw.m.fit(model, (data["X_train"],), data["Y_train"], epochs=epochs, batch_size=batch_size,
-                           lr=lr, ignore_index=0, seed=seed, desc=f"{fw.name} · {name}")
-        seconds = time.perf_counter() - start
-        logits = fw.m.predict(model, (Xte,))
-        pred = logits[..., 1:].argmax(-1) + 1                       # never predict the pad tag
-        pred_flat = [tags[t] for t in pred[real]]
-        pred_seqs = [[tags[t] for t in pred[k, :n]] for k, n in enumerate(lengths)]
-        tok = ac.metrics.token_report(true_flat, pred_flat)
-        ent = ac.metrics.entity_report(true_seqs, pred_seqs)
-        pads = out["padding"]["pads"]                              # the talk's way: pads count as O, predicted O
-        padded = ac.metrics.token_report(true_flat + ["O"] * pads, pred_flat + ["O"] * pads)
-        entry = {"train_seconds": round(seconds, 1), "train_loss": history["loss"],
-                 "train_accuracy": history["accuracy"],
-                 "token_accuracy": float((pred[real] == Yte[real]).mean()),
-                 "token_report": tok.round(4).to_dict(orient="index"),
-                 "entity_report": ent.round(4).to_dict(orient="index"),
-                 "padded_report": padded.loc[["O", "weighted avg"]].round(4).to_dict(orient="index")}
-        if kwargs.get("attention"):
-            _, w = fw.call(model, x_show, return_weights=True)
-            n = len(sentences[showcase].words)
-            entry["showcase_gain"] = token_gain(fw, model, x_show, w)[0, :n].round(5).tolist()
-            if w.ndim == 2:
-                entry["showcase_weights"] = w[0, :n].round(5).tolist()
-                _, wt = fw.call(model, Xte[:2000], return_weights=True)
-                entry["test_weight_on_pads"] = float(ac.metrics.pad_mass(wt, real[:2000]).mean())
-        out["models"][name] = entry
-        print(f"{name}: {seconds:.0f} s, micro F1 token {tok.loc['entity micro avg', 'f1']:.3f} "
-              f"entity {ent.loc['micro avg', 'f1']:.3f}", flush=True)
-    return out
-
-
-# ---- Part B -------------------------------------------------------------------------------------------------
-
-def run_sentiment(fw: Framework, seeds, epochs: int, batch_size: int, lr: float, models=tuple(SENTIMENT_MODELS),
-                  embed_init: float | None = None) -> dict:
-    runs, showcase = [], None
-    for seed in seeds:
-        data = ac.data.prepare_sentiment(seed)
-        tr, va = data["train"], data["val"]
-        word_ids = [data["vocab"][w] for w in ac.data.sentiment_words(data)]
-        for name in models:
-            pooling, use_mask = SENTIMENT_MODELS[name]
-            fw.seed(seed)
-            model = fw.m.SentimentClassifier(len(data["vocab"]), pooling=pooling, embed_init=embed_init)
-            inputs = (data["X"][tr], data["mask"][tr]) if use_mask else (data["X"][tr],)
-            start = time.perf_counter()
-            fw.m.fit(model, inputs, data["y"][tr], epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
-                     desc=f"{fw.name} · {name} · seed {seed}")
-            row = {"seed": seed, "model": name, "train_seconds": round(time.perf_counter() - start, 1)}
-            args = (data["X"][va], data["mask"][va]) if use_mask else (data["X"][va],)
-            logits, w = fw.call(model, *args, return_weights=True)
-            row["val_accuracy"] = float((logits.argmax(-1) == data["y"][va]).mean())
-            if w is not None:
-                row["pad_mass"] = float(ac.metrics.pad_mass(w, data["mask"][va]).mean())
-                row["focus_ratio"] = ac.metrics.focus_ratio(w, data["X"][va], data["mask"][va], word_ids)
-                if name == "attention" and showcase is None:
-                    showcase = [{"tokens": data["tokens"][i][-32:], "label": int(data["y"][i]),
-                                 "weights": w[k, 32 - min(32, len(data["tokens"][i])):].round(4).tolist()}
-                                for k, i in enumerate(va[:12])]
-            runs.append(row)
-            print(row, flush=True)
-    return {"runs": runs, "showcase": showcase}
-
-
-# ---- main ---------------------------------------------------------------------------------------------------
-
-def hardware(threads: int) -> dict:
-    cpu = platform.processor() or "unknown CPU"
-    try:
-        names = [ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")]
-        cpu = names[0] if names else cpu
-    except OSError:
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "threads_used": threads, "gpu": ac.scale.gpu_visible(),
-            "python": platform.python_version(), "machine": platform.machine()}
-
-
-def markdown(res: dict) -> str:
-    lines = [f"# Chapter 3 — {res['profile']}-profile results ({res['framework']}, {res['hardware']['cpu']}, "
-             f"{res['hardware']['threads_used']} thread(s), GPU: {res['hardware']['gpu']})", "",
-             f"Run {res['started']}, {res['minutes']:.0f} min in all. Command: `{res['command']}`", ""]
-    if "ner" in res:                                             # absent when run with --skip-ner
-        lines += ner_markdown(res)
-    if res["config"].get("embed_init") is not None:
-        x = res["config"]["embed_init"]
-        lines += [f"Sentiment embeddings drawn from U(-{x}, {x}) instead of the framework's default.", ""]
-    if "sentiment" not in res:                                   # absent when run with --skip-sentiment
-        return "\n".join(lines) + "\n"
-    lines += [f"## Sentiment ({res['config']['sentiment_epochs']} epochs, seeds {res['config']['seeds']})", "",
-              "| model | val accuracy mean ± std | pad mass | focus ratio |", "|---|---|---|---|"]
-    for name in SENTIMENT_MODELS:
-        rows = [r for r in res["sentiment"]["runs"] if r["model"] == name]
-        if not rows:                                             # not trained in this run (--models)
-            continue
-        acc = np.array([r["val_accuracy"] for r in rows])
-        pm = [r["pad_mass"] for r in rows if "pad_mass" in r]
-        fr = [r["focus_ratio"] for r in rows if "focus_ratio" in r]
-        lines.append(f"| {name} | {acc.mean():.4f} ± {acc.std(ddof=1):.4f} | "
-                     f"{f'{np.mean(pm):.4f}' if pm else '–'} | {f'{np.mean(fr):.2f}' if fr else '–'} |")
-    return "\n".join(lines) + "\n"
-
-
-def ner_markdown(res: dict) -> list[str]:
-    a = res["ner"]
-    lines = [f"## NER ({res['config']['ner_epochs']} epochs, batch {res['config']['ner_batch']}, "
-             f"{a['padding']['sentences']} test sentences)", "",
-             "| model | token F1 (entity types, micro) | entity micro F1 | entity macro F1 | train s |",
-             "|---|---|---|---|---|"]
-    for name, m in a["models"].items():
-        lines.append(f"| {name} | {m['token_report']['entity micro avg']['f1']:.3f} | "
-                     f"{m['entity_report']['micro avg']['f1']:.3f} | {m['entity_report']['macro avg']['f1']:.3f} | "
-                     f"{m['train_seconds']:.0f} |")
-    base = a["models"]["baseline"]["token_report"]
-    lines += ["", "Baseline, token level by entity type (precision / recall / F1 / support):", "",
-              "| type | precision | recall | F1 | support |", "|---|---|---|---|---|"]
-    for k in (*ac.metrics.ENTITY_TYPES, "O", "weighted avg"):
-        r = base[k]
-        lines.append(f"| {k} | {r['precision']:.2f} | {r['recall']:.2f} | {r['f1']:.2f} | {r['support']} |")
-    p = a["padding"]
-    return lines + ["", f"Padding: {p['real_O']} real O tokens, {p['pads']} pads → {p['O_with_pads']} 'O' positions.",
-                    ""]
-
-
-def parse_models(text: str) -> list[str]:
-    """``"last state,attention, no mask"`` → ``["last state", "attention, no mask"]``: names are separated by a
-    comma without a space, since "attention, no mask" has a comma of its own."""
-    models = re.split(r",(?! )", text)
-    unknown = [m for m in models if m not in SENTIMENT_MODELS]
-    if unknown:
-        raise ValueError(f"unknown sentiment models {unknown}; choose from {list(SENTIMENT_MODELS)}")
-    return models
 
 
 def main() -> None:
@@ -279,7 +51,7 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="tiny subsets, one epoch, results under /tmp")
     parser.add_argument("--skip-ner", action="store_true", help="the sentiment part only (no NER section)")
     parser.add_argument("--skip-sentiment", action="store_true", help="the NER part only (no sentiment section)")
-    parser.add_argument("--models", default=",".join(SENTIMENT_MODELS),
+    parser.add_argument("--models", default=",".join(chapter3.SENTIMENT_MODELS),
                         help="the sentiment models to train, separated by a comma without a space, as in "
                              "'last state,attention, no mask' (default: all four)")
     parser.add_argument("--embed-init", type=float, default=None,
@@ -288,44 +60,16 @@ def main() -> None:
                         help=f"folder for results.json and results.md (default: {OUT.relative_to(ROOT)})")
     args = parser.parse_args()
     try:
-        models = parse_models(args.models)
+        models = chapter3.parse_models(args.models)
     except ValueError as err:
         parser.error(str(err))
-    os.environ.setdefault("COURSE_PROGRESS", "0")
-    out_dir = args.out or (Path("/tmp/chapter3_smoke") if args.smoke else OUT)
-    fw = Framework(args.framework, args.threads)
-    started, t0 = time.strftime("%Y-%m-%d %H:%M %Z"), time.perf_counter()
-    config = {"ner_epochs": 1 if args.smoke else args.ner_epochs, "ner_batch": 32, "ner_lr": 1e-3,
-              "ner_max_len": 104, "ner_split_seed": 0, "ner_train_seed": 0,
-              "sentiment_epochs": 1 if args.smoke else args.sentiment_epochs, "sentiment_batch": 32,
-              "sentiment_lr": 1e-3, "sentiment_max_len": 32, "seeds": list(range(2 if args.smoke else args.seeds)),
-              "sentiment_models": models, "embed_init": args.embed_init}
-    res = {"framework": args.framework, "profile": "smoke" if args.smoke else "full", "config": config,
-           "hardware": hardware(args.threads), "started": started,
-           "command": shlex.join(["tools/chapter3_full.py", *sys.argv[1:]]),
-           "versions": {"numpy": np.__version__}}
-    if args.framework == "pytorch":
-        res["versions"]["torch"] = fw.torch.__version__
-    else:
-        import keras
-        import tensorflow as tf
-
-        res["versions"].update(keras=keras.__version__, tensorflow=tf.__version__)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    partial = out_dir / "partial.json"                      # after each part, in case the run is cut short
-    if not args.skip_sentiment:
-        res["sentiment"] = run_sentiment(fw, config["seeds"], config["sentiment_epochs"],
-                                         config["sentiment_batch"], config["sentiment_lr"], models, args.embed_init)
-        partial.write_text(json.dumps(res, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    if not args.skip_ner:
-        data = ac.data.prepare_ner(config["ner_max_len"], n_train=400 if args.smoke else None,
-                                   n_test=200 if args.smoke else None)
-        res["ner"] = run_ner(fw, data, config["ner_epochs"], config["ner_batch"], config["ner_lr"], seed=0)
-    res["minutes"] = (time.perf_counter() - t0) / 60
-    (out_dir / "results.json").write_text(json.dumps(res, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out_dir / "results.md").write_text(markdown(res), encoding="utf-8")
-    partial.unlink(missing_ok=True)
-    print(markdown(res))
+    res = chapter3.run(args.framework, threads=args.threads, ner_epochs=args.ner_epochs,
+                       sentiment_epochs=args.sentiment_epochs, seeds=args.seeds, smoke=args.smoke,
+                       skip_ner=args.skip_ner, skip_sentiment=args.skip_sentiment, models=models,
+                       embed_init=args.embed_init,
+                       out_dir=args.out or (Path("/tmp/chapter3_smoke") if args.smoke else OUT),
+                       command=shlex.join(["tools/chapter3_full.py", *sys.argv[1:]]))
+    print(chapter3.markdown(res))
 
 
 if __name__ == "__main__":

@@ -49,9 +49,10 @@ def package_definitions(framework: str) -> dict[str, tuple[Path, ast.AST, str]]:
 
 
 def public_classes(framework: str) -> set[str]:
-    """The classes a reader of the package would take for the course's layers and models."""
-    return {name for name, (_, node, _) in package_definitions(framework).items()
-            if isinstance(node, ast.ClassDef) and not name.startswith("_")}
+    """The classes a reader of the package would take for the course's layers and models. The Keras base classes
+    of ``keras/base.py`` (explicit masks, building on the first call) are plumbing that no chapter teaches."""
+    return {name for name, (path, node, _) in package_definitions(framework).items()
+            if isinstance(node, ast.ClassDef) and not name.startswith("_") and path.name != "base.py"}
 
 
 def _python(cell_source: str) -> str:
@@ -151,8 +152,8 @@ def imports_for(framework: str, names: list[str], shown_before: set[str]) -> str
                 source, _, imported = line[len("from "):].partition(" import ")
                 grouped.setdefault(source, set()).add(imported)
     froms = [f"from {source} import {', '.join(sorted(grouped[source], key=str.lower))}" for source in grouped]
-    def order(line: str):  # as isort: by module, `import x` before `from x import …`
-        return line.split()[1], line.startswith("from")
+    def order(line: str):  # as isort (ruff's default): `import x` lines first, then `from x import …`, by module
+        return line.startswith("from"), line.split()[1]
 
     standard = sorted((line for line in plain | set(froms) if line.split()[1].split(".")[0] in sys.stdlib_module_names),
                       key=order)

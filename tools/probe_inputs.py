@@ -37,7 +37,7 @@ def classify(run, fw) -> tuple[str, str]:
             result["outcome"] = ("clear error", f"{type(err).__name__}: {err}")
         except AssertionError as err:
             result["outcome"] = ("silently wrong", str(err))
-        except BaseException as err:  # noqa: BLE001 - every other exception is a finding
+        except BaseException as err:
             result["outcome"] = ("unclear error", f"{type(err).__module__}.{type(err).__name__}: {err}")
 
     thread = threading.Thread(target=target, daemon=True)

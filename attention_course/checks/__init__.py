@@ -12,11 +12,11 @@ from .attention import (
     reference_attention,
     reference_masked_softmax,
 )
-from .hard import *  # noqa: F401,F403  (Chapter 2: Gumbel-softmax, local attention windows)
+from .hard import *  # noqa: F403  (Chapter 2: Gumbel-softmax, local attention windows)
 from .hard import __all__ as _hard_all
-from .recurrent import *  # noqa: F401,F403  (Chapter 3: attention pooling, timestep-wise attention)
+from .recurrent import *  # noqa: F403  (Chapter 3: attention pooling, timestep-wise attention)
 from .recurrent import __all__ as _recurrent_all
-from .scores import *  # noqa: F401,F403  (Chapter 4: score functions)
+from .scores import *  # noqa: F403  (Chapter 4: score functions)
 from .scores import __all__ as _scores_all
 
 __all__ = [

@@ -41,18 +41,18 @@ def reference_gumbel_softmax(logits: np.ndarray, tau: float, rng: np.random.Gene
 
 def _mistaken_samplers() -> dict[str, Callable]:
     """Samplers that make one common mistake each: (logits, tau, rng) → soft samples."""
-    def uniform(logits, tau, rng):
+    def uniform(logits, rng):
         return rng.random(np.shape(logits))
 
     return {
         "the noise is Gaussian (rng.normal); the Gumbel-max trick needs Gumbel noise g = -log(-log u)":
             lambda lg, t, r: _softmax((lg + r.normal(size=np.shape(lg))) / t),
         "the uniform u is added as it is; it must be transformed into Gumbel noise, g = -log(-log u)":
-            lambda lg, t, r: _softmax((lg + uniform(lg, t, r)) / t),
+            lambda lg, t, r: _softmax((lg + uniform(lg, r)) / t),
         "the noise has the wrong sign: g = -log(-log u), not log(-log u)":
-            lambda lg, t, r: _softmax((lg + np.log(-np.log(uniform(lg, t, r)))) / t),
+            lambda lg, t, r: _softmax((lg + np.log(-np.log(uniform(lg, r)))) / t),
         "one log is missing: g = -log(-log u), not -log u":
-            lambda lg, t, r: _softmax((lg - np.log(uniform(lg, t, r))) / t),
+            lambda lg, t, r: _softmax((lg - np.log(uniform(lg, r))) / t),
         "only the logits are divided by τ: divide logits AND noise, softmax((logits + g) / τ)":
             lambda lg, t, r: _softmax(lg / t + r.gumbel(size=np.shape(lg))),
     }

@@ -1,8 +1,10 @@
 """Which datasets the course uses, where they come from and how to check them.
 
 Every file is pinned by the sha256 of the file as it lies in the cache (for a file that ships inside a
-``.zip``, the sha256 of the *extracted* member, since a mirror may re-zip the same bytes). Provenance
-and quirks of each file are documented in the course's ``data/SOURCES.md``.
+``.zip``, the sha256 of the *extracted* member, since a mirror may re-zip the same bytes). Provenance and quirks of
+each file are recorded here, in its :class:`RemoteFile` (``urls``, ``note``) and :class:`Dataset` (``license``,
+``citation``, ``homepage``). The offline copies that CI uses (``COURSE_DATA_DIR``, ``../shared/data`` beside
+the repository) carry their own ``SOURCES.md``, which lies outside this repository.
 """
 
 from __future__ import annotations

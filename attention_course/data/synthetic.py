@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError
+from ..text import BOS, EOS, PAD, UNK  # noqa: F401  (synthetic.PAD … are part of its API)
 
-PAD, UNK, BOS, EOS = 0, 1, 2, 3
 FIRST_SYMBOL = 4
 
 __all__ = [

@@ -6,18 +6,20 @@ from .._quiet import import_keras
 import_keras()
 
 from . import cost  # noqa: F401,E402  (timings and counted costs: make bench, Chapters 2 and 4)
-from .hard import *  # noqa: F401,F403,E402  (Chapter 2)
+from .hard import *  # noqa: F403, E402  (Chapter 2)
 from .hard import __all__ as _hard_all  # noqa: E402
 from .layers import DotProductAttention, masked_softmax  # noqa: E402
 from .models import ManyToMany, ManyToOne, OneToMany, OneToOne, Seq2Seq  # noqa: E402
-from .recurrent import *  # noqa: F401,F403,E402  (Chapter 3)
+from .pointer import *  # noqa: F403, E402  (Chapter 2's experiment)
+from .pointer import __all__ as _pointer_all  # noqa: E402
+from .recurrent import *  # noqa: F403, E402  (Chapter 3)
 from .recurrent import __all__ as _recurrent_all  # noqa: E402
-from .scores import *  # noqa: F401,F403,E402  (Chapter 4)
+from .scores import *  # noqa: F403, E402  (Chapter 4)
 from .scores import __all__ as _scores_all  # noqa: E402
 from .train import accuracy, device, fit, predict  # noqa: E402
 
 __all__ = [
     "DotProductAttention", "masked_softmax", "OneToOne", "OneToMany", "ManyToOne", "ManyToMany", "Seq2Seq",
     "fit", "predict", "accuracy", "device",
-    *_hard_all, *_recurrent_all, *_scores_all,
+    *_hard_all, *_pointer_all, *_recurrent_all, *_scores_all,
 ]

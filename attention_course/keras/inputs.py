@@ -22,18 +22,9 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from ..errors import InputError, check_attention_shapes, shape_of
-from ..validate import (
-    MASK_RULE,
-    bad_mask,
-    check_float,
-    check_id_shape,
-    check_ids,
-    check_mask_dtype,
-    check_numeric,
-    ids_rule,
-    not_a_tensor,
-)
+from .. import validate
+from ..errors import InputError
+from ..validate import MASK_RULE
 
 _MARK = "course: "
 
@@ -50,19 +41,19 @@ def symbolic(x) -> bool:
 def tensor(x, name: str):
     """``x`` as a tensor: a NumPy array is converted (float arrays as float32), a variable read."""
     if isinstance(x, np.ndarray):
-        check_numeric(name, x.dtype, x.shape)
+        validate.numeric(name, x.dtype, x.shape)
         return ops.convert_to_tensor(x.astype(np.float32) if x.dtype.kind == "f" else x)
     if isinstance(x, keras.KerasTensor):
         return x
     if not tf.is_tensor(x):
-        raise not_a_tensor(name, x, "TensorFlow")
+        raise validate.not_a_tensor(name, x, "TensorFlow")
     return tf.convert_to_tensor(x)                                   # a variable is read (gradients flow)
 
 
 def floats(x, name: str):
     """A float tensor."""
     x = tensor(x, name)
-    check_float(name, dtype_name(x), shape_of(x))
+    validate.floating(name, dtype_name(x), validate.shape_of(x))
     return x
 
 
@@ -77,7 +68,7 @@ def bool_mask(m, name: str = "mask"):
     if m is None:
         return None
     m = tensor(m, name)
-    check_mask_dtype(name, dtype_name(m), shape_of(m))
+    validate.mask_dtype(name, dtype_name(m), validate.shape_of(m))
     if dtype_name(m) == "bool":
         return m
     ok = ops.all(ops.logical_or(ops.equal(m, 0), ops.equal(m, 1)))
@@ -85,7 +76,7 @@ def bool_mask(m, name: str = "mask"):
         _require(ok, f"{name}: {MASK_RULE}")
     elif not bool(ok):
         v = ops.convert_to_numpy(m)
-        raise bad_mask(name, np.unique(v[(v != 0) & (v != 1)])[:4])
+        raise validate.bad_mask(name, np.unique(v[(v != 0) & (v != 1)])[:4])
     return ops.not_equal(m, 0)
 
 
@@ -94,12 +85,12 @@ def ids(x, name: str, embed, ndim: int = 2, length: int | None = None):
     shaped (batch,) or (batch, T) with 1 <= T (<= ``length``)."""
     vocab = embed.input_dim
     x = tensor(x, name)
-    check_ids(name, dtype_name(x), shape_of(x), vocab)                 # the dtype
-    check_id_shape(name, shape_of(x), ndim, length)
+    validate.ids(name, dtype_name(x), validate.shape_of(x), vocab)                 # the dtype
+    validate.id_shape(name, validate.shape_of(x), ndim, length)
     if symbolic(x):
-        _require(ops.logical_and(ops.min(x) >= 0, ops.max(x) < vocab), ids_rule(name, vocab))
+        _require(ops.logical_and(ops.min(x) >= 0, ops.max(x) < vocab), validate.ids_rule(name, vocab))
     elif int(np.prod(x.shape)):
-        check_ids(name, dtype_name(x), shape_of(x), vocab, int(ops.min(x)), int(ops.max(x)))
+        validate.ids(name, dtype_name(x), validate.shape_of(x), vocab, int(ops.min(x)), int(ops.max(x)))
     return x
 
 
@@ -108,7 +99,7 @@ def attention(query, key, value, mask=None, same_d: bool = True):
     shapes checked, and the mask as bool (or None)."""
     query, key, value = floats(query, "query"), floats(key, "key"), floats(value, "value")
     mask = None if mask is None else tensor(mask, "mask")
-    check_attention_shapes(query, key, value, mask, same_d=same_d)
+    validate.attention_shapes(query, key, value, mask, same_d=same_d)
     return query, key, value, bool_mask(mask)
 
 

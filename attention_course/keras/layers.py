@@ -10,9 +10,9 @@ import keras
 import numpy as np
 from keras import ops
 
-from ..errors import shape_of
-from ..validate import check_softmax_shapes
+from .. import validate
 from . import inputs
+from .base import Layer
 
 
 def masked_softmax(scores, mask=None):
@@ -23,7 +23,7 @@ def masked_softmax(scores, mask=None):
     """
     scores = inputs.floats(scores, "scores")
     mask = None if mask is None else inputs.tensor(mask, "mask")
-    check_softmax_shapes(shape_of(scores), None if mask is None else shape_of(mask))
+    validate.softmax_shapes(validate.shape_of(scores), None if mask is None else validate.shape_of(mask))
     if mask is None:
         return ops.softmax(scores, axis=-1)
     mask = inputs.bool_mask(mask)                          # bool, or 0/1 numbers: anything else is an error
@@ -34,7 +34,7 @@ def masked_softmax(scores, mask=None):
     return ops.softmax(filled, axis=-1) * ops.cast(mask, scores.dtype)  # fully masked rows → 0
 
 
-class DotProductAttention(keras.layers.Layer):
+class DotProductAttention(Layer):
     """Dot-product attention: a weighted average of the values, weighted by query·key similarity.
 
     ``scale=True`` divides the scores by √d (the Transformer's scaled dot product).
@@ -43,10 +43,6 @@ class DotProductAttention(keras.layers.Layer):
     def __init__(self, scale: bool = False, **kwargs):
         super().__init__(**kwargs)
         self.scale = scale
-        self.supports_masking = True      # `mask` is ours (explicit), not Keras' implicit propagation
-
-    def compute_mask(self, *args, **kwargs):
-        return None
 
     def call(self, query, key, value, mask=None, return_weights: bool = False):
         # query (B, T_q, d), key (B, T_k, d), value (B, T_k, d_v), mask (B, T_k) or (B, T_q, T_k)

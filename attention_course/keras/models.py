@@ -8,23 +8,14 @@ step; a mask is bool or 0/1 (``inputs``).
 
 from __future__ import annotations
 
-import keras
 from keras import layers, ops
 
-from ..errors import shape_of
-from ..validate import check_batch, check_int, check_sizes
+from .. import validate
+from ..text import BOS
 from . import inputs
+from .base import Model
 from .layers import DotProductAttention
 from .scores import ScoredAttention
-
-BOS = 2
-
-
-class _Model(keras.Model):
-    """A subclassed model whose sub-layers build on their first call (no ``build()`` needed)."""
-
-    def build(self, *args, **kwargs):
-        self.built = True
 
 
 def _gru(hidden: int) -> layers.GRU:
@@ -32,12 +23,12 @@ def _gru(hidden: int) -> layers.GRU:
     return layers.GRU(hidden, return_sequences=True, return_state=True, reset_after=True)
 
 
-class OneToOne(_Model):
+class OneToOne(Model):
     """One input → one output (a plain feed-forward net): x (B,) ids → logits (B, n_out)."""
 
     def __init__(self, n_in: int, n_out: int, hidden: int = 32, **kwargs):
         super().__init__(**kwargs)
-        n_in, n_out, hidden = check_sizes(n_in=n_in, n_out=n_out, hidden=hidden)
+        n_in, n_out, hidden = validate.sizes(n_in=n_in, n_out=n_out, hidden=hidden)
         self.embed = layers.Embedding(n_in, hidden)
         self.hidden = layers.Dense(hidden)
         self.out = layers.Dense(n_out)
@@ -47,12 +38,12 @@ class OneToOne(_Model):
         return self.out(ops.relu(self.hidden(self.embed(x))))
 
 
-class ManyToOne(_Model):
+class ManyToOne(Model):
     """Sequence → one label: x (B, T) → logits (B, n_out), read off the GRU's last state."""
 
     def __init__(self, vocab: int, n_out: int, embed: int = 16, hidden: int = 64, **kwargs):
         super().__init__(**kwargs)
-        vocab, n_out, embed, hidden = check_sizes(vocab=vocab, n_out=n_out, embed=embed, hidden=hidden)
+        vocab, n_out, embed, hidden = validate.sizes(vocab=vocab, n_out=n_out, embed=embed, hidden=hidden)
         self.embed = layers.Embedding(vocab, embed)
         self.rnn = _gru(hidden)
         self.out = layers.Dense(n_out)
@@ -63,12 +54,12 @@ class ManyToOne(_Model):
         return self.out(h)                               # (B, n_out)
 
 
-class ManyToMany(_Model):
+class ManyToMany(Model):
     """Sequence labeling: x (B, T) → logits (B, T, n_out), one label per step."""
 
     def __init__(self, vocab: int, n_out: int, embed: int = 16, hidden: int = 64, **kwargs):
         super().__init__(**kwargs)
-        vocab, n_out, embed, hidden = check_sizes(vocab=vocab, n_out=n_out, embed=embed, hidden=hidden)
+        vocab, n_out, embed, hidden = validate.sizes(vocab=vocab, n_out=n_out, embed=embed, hidden=hidden)
         self.embed = layers.Embedding(vocab, embed)
         self.rnn = _gru(hidden)
         self.out = layers.Dense(n_out)
@@ -79,13 +70,13 @@ class ManyToMany(_Model):
         return self.out(states)                          # (B, T, n_out)
 
 
-class OneToMany(_Model):
+class OneToMany(Model):
     """One input → a sequence: the input sets the decoder's first state, the decoder then reads its own
     previous token (teacher forcing in training). x (B,), tgt_in (B, T) → logits (B, T, vocab)."""
 
     def __init__(self, n_in: int, vocab: int, embed: int = 16, hidden: int = 64, **kwargs):
         super().__init__(**kwargs)
-        n_in, vocab, embed, hidden = check_sizes(n_in=n_in, vocab=vocab, embed=embed, hidden=hidden)
+        n_in, vocab, embed, hidden = validate.sizes(n_in=n_in, vocab=vocab, embed=embed, hidden=hidden)
         self.init = layers.Embedding(n_in, hidden)
         self.embed = layers.Embedding(vocab, embed)
         self.rnn = _gru(hidden)
@@ -93,14 +84,14 @@ class OneToMany(_Model):
 
     def call(self, x, tgt_in):
         x, tgt_in = inputs.ids(x, "x", self.init, ndim=1), inputs.ids(tgt_in, "tgt_in", self.embed)
-        check_batch(x=shape_of(x), tgt_in=shape_of(tgt_in))
+        validate.same_batch(x=validate.shape_of(x), tgt_in=validate.shape_of(tgt_in))
         h0 = ops.tanh(self.init(x))                      # (B, H)
         states, _ = self.rnn(self.embed(tgt_in), initial_state=h0)  # (B, T, H)
         return self.out(states)                          # (B, T, vocab)
 
     def generate(self, x, steps: int):
         """Greedy generation: x (B,) → ids (B, steps)."""
-        x, steps = inputs.ids(x, "x", self.init, ndim=1), check_int("steps", steps)
+        x, steps = inputs.ids(x, "x", self.init, ndim=1), validate.integer("steps", steps)
         h = ops.tanh(self.init(x))
         token = ops.full((ops.shape(x)[0], 1), BOS, dtype="int64")
         out = []
@@ -111,7 +102,7 @@ class OneToMany(_Model):
         return ops.concatenate(out, axis=1)
 
 
-class Seq2Seq(_Model):
+class Seq2Seq(Model):
     """Encoder–decoder GRU. Without attention the decoder sees the source only through the encoder's
     final state (the fixed-length bottleneck). With ``attention=True`` every decoder state also takes a
     weighted average of all encoder states (dot-product attention) before predicting its token.
@@ -124,7 +115,7 @@ class Seq2Seq(_Model):
     def __init__(self, vocab: int, embed: int = 32, hidden: int = 64, attention: bool = False,
                  score: str | None = None, **kwargs):
         super().__init__(**kwargs)
-        vocab, embed, hidden = check_sizes(vocab=vocab, embed=embed, hidden=hidden)
+        vocab, embed, hidden = validate.sizes(vocab=vocab, embed=embed, hidden=hidden)
         attention = attention or score is not None
         self.use_attention = attention
         self.embed = layers.Embedding(vocab, embed)
@@ -155,7 +146,7 @@ class Seq2Seq(_Model):
     def call(self, src, tgt_in, src_mask=None):
         enc, h = self.encode(src)                                        # src (B, S) ids in [0, vocab)
         tgt_in = inputs.ids(tgt_in, "tgt_in", self.embed)                # (B, T) ids in [0, vocab)
-        check_batch(src=shape_of(enc)[:2], tgt_in=shape_of(tgt_in))
+        validate.same_batch(src=validate.shape_of(enc)[:2], tgt_in=validate.shape_of(tgt_in))
         src_mask = self._src_mask(src_mask, enc)
         dec, _ = self.decoder(self.embed(tgt_in), initial_state=h)  # (B, T, H), teacher forcing
         return self.step_logits(dec, enc, src_mask)[0]
@@ -163,7 +154,7 @@ class Seq2Seq(_Model):
     def generate(self, src, steps: int, src_mask=None):
         """Greedy decoding: src (B, S) → ids (B, steps), attention weights (B, steps, S) (zeros without
         attention)."""
-        steps = check_int("steps", steps)
+        steps = validate.integer("steps", steps)
         enc, h = self.encode(src)
         src_mask = self._src_mask(src_mask, enc)                         # checked once, not at every step
         batch, length = ops.shape(src)[0], ops.shape(src)[1]

@@ -12,28 +12,19 @@ from __future__ import annotations
 import keras
 from keras import layers, ops
 
-from ..errors import ConfigError, check_choice, check_sequence_shapes
-from ..validate import check_int, check_positive, check_rate, check_sizes
+from .. import validate
+from ..choices import ACTIVATIONS, NER_ATTENTION, POOLING
+from ..errors import ConfigError
 from . import inputs
+from .base import Layer, Model
 from .layers import masked_softmax
-from .models import _Model
 
 __all__ = ["ACTIVATIONS", "NER_ATTENTION", "POOLING", "VariationalLSTM", "FeatureAttention", "TimestepAttention",
            "AttentionPooling", "AttentionGRU", "NERTagger", "SentimentClassifier"]
 
-ACTIVATIONS = ("softmax", "linear")                 # how the attention scores become weights
-NER_ATTENTION = (None, "feature", "feature_single", "timestep")
-POOLING = ("last", "attention", "attention_gru")
 
 
-class _Block(keras.layers.Layer):
-    """A layer whose masks are explicit arguments (Keras' implicit mask propagation is not used)."""
-
-    def compute_mask(self, *args, **kwargs):
-        return None
-
-
-class VariationalLSTM(_Block):
+class VariationalLSTM(Layer):
     """An LSTM that returns every state, with ``dropout`` on the inputs and ``recurrent_dropout`` on h_{t-1},
     one mask per sequence ("variational" dropout): Keras' own ``LSTM`` (wrapped in ``Bidirectional`` when
     ``bidirectional``). ``input_size`` is the size d of the inputs it takes (as in the PyTorch twin).
@@ -43,16 +34,16 @@ class VariationalLSTM(_Block):
     def __init__(self, input_size: int, hidden: int, bidirectional: bool = False, dropout: float = 0.0,
                  recurrent_dropout: float = 0.0, **kwargs):
         super().__init__(**kwargs)
-        input_size, hidden = check_sizes(input_size=input_size, hidden=hidden)
-        check_rate("dropout", dropout)
-        check_rate("recurrent_dropout", recurrent_dropout)
+        input_size, hidden = validate.sizes(input_size=input_size, hidden=hidden)
+        validate.rate("dropout", dropout)
+        validate.rate("recurrent_dropout", recurrent_dropout)
         self.input_size, self.hidden, self.bidirectional = input_size, hidden, bidirectional
         lstm = layers.LSTM(hidden, return_sequences=True, dropout=dropout, recurrent_dropout=recurrent_dropout)
         self.lstm = layers.Bidirectional(lstm) if bidirectional else lstm
 
     def call(self, x):
         x = inputs.floats(x, "x")
-        check_sequence_shapes("VariationalLSTM", x, features=self.input_size)
+        validate.sequence_shapes("VariationalLSTM", x, features=self.input_size)
         return self.lstm(x)                 # Keras passes `training` down to the LSTM's dropouts
 
 
@@ -69,7 +60,7 @@ def _weights(scores, activation, mask=None):
     return masked_softmax(scores, mask)
 
 
-class FeatureAttention(_Block):
+class FeatureAttention(Layer):
     """Feature-wise attention: at each timestep, a Dense layer over the d features with a softmax over the
     features; the weights multiply the inputs. Each weight sees the other features of the same timestep, and
     the same (d × d) layer serves every timestep, so any length T works.
@@ -81,15 +72,15 @@ class FeatureAttention(_Block):
 
     def __init__(self, features: int, activation: str = "softmax", single: bool = False, **kwargs):
         super().__init__(**kwargs)
-        check_choice("activation", activation, ACTIVATIONS)
-        features = check_int("features", features)
+        validate.choice("activation", activation, ACTIVATIONS)
+        features = validate.integer("features", features)
         self.features, self.activation, self.single = features, activation, single
         self.score = layers.Dense(features)
 
     def call(self, x, mask=None, return_weights: bool = False):
         # x (B, T, d), mask (B, T) True on real tokens
         x, mask = _sequence(x, mask)
-        check_sequence_shapes("FeatureAttention", x, mask, features=self.features)
+        validate.sequence_shapes("FeatureAttention", x, mask, features=self.features)
         mask = inputs.bool_mask(mask)
         weights = _weights(self.score(x), self.activation)            # (B, T, d), rows sum to 1 over d
         if self.single:
@@ -108,7 +99,7 @@ class FeatureAttention(_Block):
                 "single": self.single}
 
 
-class TimestepAttention(_Block):
+class TimestepAttention(Layer):
     """Timestep-wise attention: permute to (B, d, T), a Dense layer over the T timesteps with a softmax over
     time for each feature, averaged over the features into one weight per timestep, multiplied in. Each
     weight sees the same feature at the other timesteps. The Dense is T × T: the layer only takes sequences of
@@ -117,15 +108,15 @@ class TimestepAttention(_Block):
 
     def __init__(self, steps: int, activation: str = "softmax", **kwargs):
         super().__init__(**kwargs)
-        check_choice("activation", activation, ACTIVATIONS)
-        steps = check_int("steps", steps)
+        validate.choice("activation", activation, ACTIVATIONS)
+        steps = validate.integer("steps", steps)
         self.steps, self.activation = steps, activation
         self.score = layers.Dense(steps)
 
     def call(self, x, mask=None, return_weights: bool = False):
         # x (B, T, d), mask (B, T) True on real tokens
         x, mask = _sequence(x, mask)
-        check_sequence_shapes("TimestepAttention", x, mask, steps=self.steps)
+        validate.sequence_shapes("TimestepAttention", x, mask, steps=self.steps)
         mask = inputs.bool_mask(mask)
         scores = self.score(ops.transpose(x, (0, 2, 1)))              # (B, d, T): per feature, over time
         m = None if mask is None else ops.expand_dims(mask, 1)        # (B, 1, T)
@@ -137,20 +128,20 @@ class TimestepAttention(_Block):
         return {**super().get_config(), "steps": self.steps, "activation": self.activation}
 
 
-class AttentionPooling(_Block):
+class AttentionPooling(Layer):
     """Attention pooling over time (feed-forward attention, Raffel & Ellis 2015; Yang et al. 2016 without a
     context vector): e_t = tanh(h_t W + b), a = softmax_t(e) (pads masked), context = Σ_t a_t h_t.
     states (B, T, H), mask (B, T) → context (B, H), weights (B, T)."""
 
     def __init__(self, hidden: int, **kwargs):
         super().__init__(**kwargs)
-        hidden = check_int("hidden", hidden)
+        hidden = validate.integer("hidden", hidden)
         self.hidden = hidden
         self.score = layers.Dense(1)
 
     def call(self, states, mask=None, return_weights: bool = False):
         states, mask = _sequence(states, mask, "states")
-        check_sequence_shapes("AttentionPooling", states, mask, features=self.hidden)
+        validate.sequence_shapes("AttentionPooling", states, mask, features=self.hidden)
         mask = inputs.bool_mask(mask)
         e = ops.tanh(self.score(states))[..., 0]                      # (B, T)
         weights = masked_softmax(ops.expand_dims(e, 1), mask)[:, 0]   # (B, T), sums to 1 over the real steps
@@ -161,7 +152,7 @@ class AttentionPooling(_Block):
         return {**super().get_config(), "hidden": self.hidden}
 
 
-class AttentionGRU(_Block):
+class AttentionGRU(Layer):
     """The attention GRU of Xiong et al. (2016): a GRU whose update gate is replaced by an attention weight
     g_t given from outside, so the weight decides how much step t rewrites the state:
     r_t = σ(W_r x_t + U_r h_{t-1}), h̃_t = tanh(W x_t + r_t ∘ U h_{t-1}), h_t = g_t h̃_t + (1 - g_t) h_{t-1}.
@@ -169,14 +160,14 @@ class AttentionGRU(_Block):
 
     def __init__(self, input_size: int, hidden: int, **kwargs):
         super().__init__(**kwargs)
-        input_size, hidden = check_sizes(input_size=input_size, hidden=hidden)
+        input_size, hidden = validate.sizes(input_size=input_size, hidden=hidden)
         self.input_size, self.hidden = input_size, hidden
         self.W_r, self.U_r = layers.Dense(hidden), layers.Dense(hidden)
         self.W, self.U = layers.Dense(hidden), layers.Dense(hidden)
 
     def call(self, facts, gates):
         facts, gates = inputs.floats(facts, "facts"), inputs.floats(gates, "gates")
-        check_sequence_shapes("AttentionGRU", facts, gates, features=self.input_size, mask_name="gates")
+        validate.sequence_shapes("AttentionGRU", facts, gates, features=self.input_size, mask_name="gates")
         xr, xh = self.W_r(facts), self.W(facts)                       # (B, T, H) each, for every step at once
         h = ops.zeros((ops.shape(facts)[0], self.hidden), dtype=facts.dtype)
         for t in range(facts.shape[1]):                               # T is static: a short unrolled loop
@@ -190,7 +181,7 @@ class AttentionGRU(_Block):
         return {**super().get_config(), "input_size": self.input_size, "hidden": self.hidden}
 
 
-class NERTagger(_Model):
+class NERTagger(Model):
     """The BiLSTM tagger of Part A: embedding → [attention] → dropout → BiLSTM → a softmax over the tags at
     every timestep (the logits; the loss applies the softmax).
 
@@ -203,11 +194,12 @@ class NERTagger(_Model):
                  activation: str = "softmax", max_len: int | None = None, dropout: float = 0.1,
                  recurrent_dropout: float = 0.1, **kwargs):
         super().__init__(**kwargs)
-        check_choice("attention", attention, NER_ATTENTION)
+        validate.choice("attention", attention, NER_ATTENTION)
         if attention == "timestep" and max_len is None:
             raise ConfigError("timestep-wise attention needs max_len: its Dense layer is max_len × max_len")
-        vocab, n_tags, embed, hidden = check_sizes(vocab=vocab, n_tags=n_tags, embed=embed, hidden=hidden)
-        check_rate("dropout", dropout)
+        self.attention: TimestepAttention | FeatureAttention | None
+        vocab, n_tags, embed, hidden = validate.sizes(vocab=vocab, n_tags=n_tags, embed=embed, hidden=hidden)
+        validate.rate("dropout", dropout)
         self.embed = layers.Embedding(vocab, embed)
         if attention == "timestep":
             self.attention = TimestepAttention(max_len, activation)
@@ -229,7 +221,7 @@ class NERTagger(_Model):
         return (logits, weights) if return_weights else logits
 
 
-class SentimentClassifier(_Model):
+class SentimentClassifier(Model):
     """The sentence classifier of Part B: embedding → LSTM (dropout, recurrent dropout) → pooling → 2 logits
     (a two-way softmax, equivalent to one sigmoid output).
 
@@ -243,16 +235,16 @@ class SentimentClassifier(_Model):
     def __init__(self, vocab: int, embed: int = 32, hidden: int = 100, pooling: str = "last",
                  dropout: float = 0.3, recurrent_dropout: float = 0.2, embed_init: float | None = None, **kwargs):
         super().__init__(**kwargs)
-        check_choice("pooling", pooling, POOLING)
-        vocab, embed, hidden = check_sizes(vocab=vocab, embed=embed, hidden=hidden)
+        validate.choice("pooling", pooling, POOLING)
+        vocab, embed, hidden = validate.sizes(vocab=vocab, embed=embed, hidden=hidden)
         if embed_init is not None:
-            check_positive("embed_init", embed_init)
+            validate.positive("embed_init", embed_init)
         self.pooling = pooling
         init = "uniform" if embed_init is None else keras.initializers.RandomUniform(-embed_init, embed_init)
         self.embed = layers.Embedding(vocab, embed, embeddings_initializer=init)   # Keras' default: U(-0.05, 0.05)
         self.rnn = VariationalLSTM(embed, hidden, dropout=dropout, recurrent_dropout=recurrent_dropout)
-        self.pool = AttentionPooling(hidden) if pooling != "last" else None
-        self.agru = AttentionGRU(hidden, hidden) if pooling == "attention_gru" else None
+        self.pool: AttentionPooling | None = AttentionPooling(hidden) if pooling != "last" else None
+        self.agru: AttentionGRU | None = AttentionGRU(hidden, hidden) if pooling == "attention_gru" else None
         self.out = layers.Dense(2)
 
     def call(self, x, mask=None, return_weights: bool = False):
@@ -262,8 +254,9 @@ class SentimentClassifier(_Model):
         if self.pooling == "last":
             summary = states[:, -1]                                   # (B, H)
         else:
+            assert self.pool is not None                              # pooling is "attention" or "attention_gru"
             summary, weights = self.pool(states, mask=mask, return_weights=True)
-            if self.pooling == "attention_gru":
+            if self.agru is not None:
                 summary = self.agru(states, weights)                  # the weights act as update gates
         logits = self.out(summary)
         return (logits, weights) if return_weights else logits

@@ -13,33 +13,22 @@ from __future__ import annotations
 
 import math
 
-import keras
 from keras import layers, ops
 
-from ..errors import ConfigError, check_score_shapes
-from ..validate import check_sizes
+from .. import validate
+from ..choices import SCORES, score_layer
 from . import inputs
+from .base import BuildOnCall, Layer
 from .layers import masked_softmax
 
 __all__ = ["DotScore", "ScaledDotScore", "GeneralScore", "ConcatScore", "AdditiveScore", "ScoredAttention",
            "SCORES"]
 
-#: The score names ``ScoredAttention`` (and ``Seq2Seq(score=...)``) accept.
-SCORES = ("dot", "scaled_dot", "general", "concat", "additive")
 
 
-
-class _Score(keras.layers.Layer):
-    """A score layer: ``call(query, key)``; Keras' implicit masks are not used (masks go to the softmax)."""
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-
-    def build(self, *args, **kwargs):
-        self.built = True                 # the Dense sub-layers build on their first call
-
-    def compute_mask(self, *args, **kwargs):
-        return None
+class _Score(BuildOnCall, Layer):
+    """A score layer: ``call(query, key)``; masks go to the softmax (``ScoredAttention``). Its Dense sub-layers
+    build on their first call."""
 
 
 class DotScore(_Score):
@@ -47,7 +36,7 @@ class DotScore(_Score):
 
     def call(self, query, key):
         query, key = inputs.pair(query, key)                       # float tensors
-        check_score_shapes(self, query, key)
+        validate.score_shapes(self, query, key)
         return ops.matmul(query, ops.transpose(key, (0, 2, 1)))    # (B, T_q, T_k)
 
 
@@ -56,7 +45,7 @@ class ScaledDotScore(_Score):
 
     def call(self, query, key):
         query, key = inputs.pair(query, key)                       # float tensors
-        check_score_shapes(self, query, key)
+        validate.score_shapes(self, query, key)
         return ops.matmul(query, ops.transpose(key, (0, 2, 1))) / math.sqrt(query.shape[-1])
 
 
@@ -71,7 +60,7 @@ class GeneralScore(_Score):
 
     def call(self, query, key):
         query, key = inputs.pair(query, key)                       # float tensors
-        check_score_shapes(self, query, key)
+        validate.score_shapes(self, query, key)
         return ops.matmul(query, ops.transpose(self.W_a(key), (0, 2, 1)))  # (B, T_q, d_q) @ (B, d_q, T_k)
 
     def get_config(self):
@@ -90,7 +79,7 @@ class ConcatScore(_Score):
 
     def call(self, query, key):
         query, key = inputs.pair(query, key)                       # float tensors
-        check_score_shapes(self, query, key)
+        validate.score_shapes(self, query, key)
         t_q, t_k = ops.shape(query)[1], ops.shape(key)[1]
         q = ops.repeat(ops.expand_dims(query, 2), t_k, axis=2)       # (B, T_q, T_k, d_q)
         k = ops.repeat(ops.expand_dims(key, 1), t_q, axis=1)         # (B, T_q, T_k, d_k)
@@ -114,7 +103,7 @@ class AdditiveScore(_Score):
 
     def call(self, query, key):
         query, key = inputs.pair(query, key)                       # float tensors
-        check_score_shapes(self, query, key)
+        validate.score_shapes(self, query, key)
         hidden = ops.expand_dims(self.W_a(query), 2) + ops.expand_dims(self.U_a(key), 1)  # (B, T_q, T_k, units)
         return ops.squeeze(self.v_a(ops.tanh(hidden)), -1)          # (B, T_q, T_k)
 
@@ -124,25 +113,12 @@ class AdditiveScore(_Score):
 
 def make_score(score: str, d_query: int | None = None, d_key: int | None = None, units: int | None = None):
     """The score layer called ``score`` (one of ``SCORES``). Learned scores need ``d_query``; ``d_key``
-    defaults to ``d_query`` and ``units`` to ``d_query``."""
-    if score not in SCORES:
-        raise ConfigError(f"unknown score {score!r}: choose one of {', '.join(SCORES)}")
-    if score == "dot":
-        return DotScore()
-    if score == "scaled_dot":
-        return ScaledDotScore()
-    if d_query is None:
-        raise ConfigError(f"the {score!r} score is learned: give its sizes, e.g. d_query=64 (d_key and units "
-                          f"default to d_query)")
-    d_key = d_query if d_key is None else d_key
-    units = d_query if units is None else units
-    d_query, d_key, units = check_sizes(d_query=d_query, d_key=d_key, units=units)
-    if score == "general":
-        return GeneralScore(d_query, d_key)
-    return (ConcatScore if score == "concat" else AdditiveScore)(d_query, d_key, units)
+    defaults to ``d_query`` and ``units`` to ``d_query`` (``attention_course.choices.score_layer``)."""
+    name, sizes = score_layer(score, d_query, d_key, units)
+    return globals()[name](*sizes)
 
 
-class ScoredAttention(keras.layers.Layer):
+class ScoredAttention(BuildOnCall, Layer):
     """Attention with a choice of score: scores → masked softmax over the keys → weighted sum of the values.
 
     ``score`` is one of ``SCORES``; the learned ones ("general", "concat", "additive") need ``d_query``
@@ -155,18 +131,12 @@ class ScoredAttention(keras.layers.Layer):
         self.score_name = score
         self.sizes = {"d_query": d_query, "d_key": d_key, "units": units}
         self.score = make_score(score, d_query, d_key, units)
-        self.supports_masking = True      # `mask` is ours (explicit), not Keras' implicit propagation
 
-    def build(self, *args, **kwargs):
-        self.built = True                 # the score's sub-layers build on their first call
-
-    def compute_mask(self, *args, **kwargs):
-        return None
 
     def call(self, query, key, value, mask=None, return_weights: bool = False):
         # query (B, T_q, d_q), key (B, T_k, d_k), value (B, T_k, d_v), mask (B, T_k) or (B, T_q, T_k)
         query, key, value, mask = inputs.attention(query, key, value, mask, same_d=False)   # floats, bool mask
-        check_score_shapes(self.score, query, key, value, mask)
+        validate.score_shapes(self.score, query, key, value, mask)
         scores = self.score(query, key)                            # (B, T_q, T_k)
         weights = masked_softmax(scores, mask)                     # rows sum to 1 over the visible keys
         context = ops.matmul(weights, inputs.hide(value, mask))    # (B, T_q, d_v); hidden rows zeroed

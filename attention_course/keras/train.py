@@ -7,9 +7,8 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from ..metrics import token_accuracy
-from ..train import History, batches, progress
-from ..validate import check_data, check_int, check_positive, check_sizes, check_targets
+from .. import validate
+from ..train import History, accuracy_of, batches, progress
 from . import inputs as course_inputs
 
 
@@ -35,12 +34,12 @@ def fit(model: keras.Model, inputs, targets, *, epochs: int, batch_size: int = 6
     positions whose target equals ``ignore_index`` (padding) are left out of the loss and accuracy.
     Returns the per-epoch history (loss, accuracy).
     """
-    n = check_data(inputs, targets)                      # as many examples in each
-    epochs, batch_size = check_sizes(epochs=epochs, batch_size=batch_size)
-    check_positive("lr", lr)
+    n = validate.examples(inputs, targets)                      # as many examples in each
+    epochs, batch_size = validate.sizes(epochs=epochs, batch_size=batch_size)
+    validate.positive("lr", lr)
     optimizer = keras.optimizers.Adam(learning_rate=lr)
     logits = model(*[a[:2] for a in inputs])             # build the variables eagerly
-    check_targets(targets, (n, *logits.shape[1:]), ignore_index)
+    validate.targets(targets, (n, *logits.shape[1:]), ignore_index)
     optimizer.build(model.trainable_variables)
 
     @tf.function(reduce_retracing=True)
@@ -75,8 +74,8 @@ def fit(model: keras.Model, inputs, targets, *, epochs: int, batch_size: int = 6
 
 def predict(model: keras.Model, inputs, batch_size: int = 512) -> np.ndarray:
     """``model(*inputs)`` in inference mode, batched, as a NumPy array."""
-    n = check_data(inputs)
-    check_int("batch_size", batch_size)
+    n = validate.examples(inputs)
+    validate.integer("batch_size", batch_size)
     outs = [ops.convert_to_numpy(model(*[a[i:i + batch_size] for a in inputs], training=False))
             for i in range(0, n, batch_size)]
     return np.concatenate(outs)
@@ -84,5 +83,4 @@ def predict(model: keras.Model, inputs, batch_size: int = 512) -> np.ndarray:
 
 def accuracy(model: keras.Model, inputs, targets, ignore_index: int | None = None) -> float:
     """Share of correct argmax predictions, leaving out ``ignore_index`` targets."""
-    check_data(inputs, targets)
-    return token_accuracy(predict(model, inputs).argmax(-1), np.asarray(targets), pad=ignore_index)
+    return accuracy_of(predict, model, inputs, targets, ignore_index)

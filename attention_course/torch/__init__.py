@@ -1,18 +1,20 @@
 """PyTorch versions of the course's layers and models (same names and signatures as ``ac.keras``)."""
 
 from . import cost  # noqa: F401  (timings and counted costs: make bench, Chapters 2 and 4)
-from .hard import *  # noqa: F401,F403,E402  (Chapter 2)
-from .hard import __all__ as _hard_all  # noqa: E402
+from .hard import *  # noqa: F403  (Chapter 2)
+from .hard import __all__ as _hard_all
 from .layers import DotProductAttention, masked_softmax
 from .models import ManyToMany, ManyToOne, OneToMany, OneToOne, Seq2Seq
-from .recurrent import *  # noqa: F401,F403,E402  (Chapter 3)
-from .recurrent import __all__ as _recurrent_all  # noqa: E402
-from .scores import *  # noqa: F401,F403,E402  (Chapter 4)
-from .scores import __all__ as _scores_all  # noqa: E402
+from .pointer import *  # noqa: F403  (Chapter 2's experiment)
+from .pointer import __all__ as _pointer_all
+from .recurrent import *  # noqa: F403  (Chapter 3)
+from .recurrent import __all__ as _recurrent_all
+from .scores import *  # noqa: F403  (Chapter 4)
+from .scores import __all__ as _scores_all
 from .train import accuracy, device, fit, predict
 
 __all__ = [
     "DotProductAttention", "masked_softmax", "OneToOne", "OneToMany", "ManyToOne", "ManyToMany", "Seq2Seq",
     "fit", "predict", "accuracy", "device",
-    *_hard_all, *_recurrent_all, *_scores_all,
+    *_hard_all, *_pointer_all, *_recurrent_all, *_scores_all,
 ]

@@ -13,16 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..errors import check_attention_shapes, shape_of
-from ..validate import (
-    bad_mask,
-    check_float,
-    check_id_shape,
-    check_ids,
-    check_mask_dtype,
-    check_numeric,
-    not_a_tensor,
-)
+from .. import validate
 
 
 def dtype_name(x) -> str:
@@ -38,18 +29,18 @@ def device_of(module):
 def tensor(x, name: str, device=None) -> torch.Tensor:
     """``x`` as a tensor: a NumPy array is converted (float arrays as float32) and moved to ``device``."""
     if isinstance(x, np.ndarray):
-        check_numeric(name, x.dtype, x.shape)
+        validate.numeric(name, x.dtype, x.shape)
         x = torch.as_tensor(x.astype(np.float32) if x.dtype.kind == "f" else x)
         return x if device is None else x.to(device)
     if not isinstance(x, torch.Tensor):
-        raise not_a_tensor(name, x, "PyTorch")
+        raise validate.not_a_tensor(name, x, "PyTorch")
     return x
 
 
 def floats(x, name: str, device=None) -> torch.Tensor:
     """A float tensor; float16 and bfloat16 become float32."""
     x = tensor(x, name, device)
-    check_float(name, dtype_name(x), shape_of(x))
+    validate.floating(name, dtype_name(x), validate.shape_of(x))
     return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
 
 
@@ -58,11 +49,11 @@ def bool_mask(m, name: str = "mask", device=None):
     if m is None:
         return None
     m = tensor(m, name, device)
-    check_mask_dtype(name, dtype_name(m), shape_of(m))
+    validate.mask_dtype(name, dtype_name(m), validate.shape_of(m))
     if m.dtype == torch.bool:
         return m
     if not ((m == 0) | (m == 1)).all():
-        raise bad_mask(name, np.unique(m[(m != 0) & (m != 1)].double().cpu().numpy())[:4])
+        raise validate.bad_mask(name, np.unique(m[(m != 0) & (m != 1)].double().cpu().numpy())[:4])
     return m != 0
 
 
@@ -71,11 +62,11 @@ def ids(x, name: str, embed, ndim: int = 2, length: int | None = None) -> torch.
     shaped (batch,) or (batch, T) with 1 <= T (<= ``length``), on the embedding's device."""
     vocab = embed.num_embeddings
     x = tensor(x, name, embed.weight.device)
-    check_ids(name, dtype_name(x), shape_of(x), vocab)                 # the dtype
-    check_id_shape(name, shape_of(x), ndim, length)
+    validate.ids(name, dtype_name(x), validate.shape_of(x), vocab)                 # the dtype
+    validate.id_shape(name, validate.shape_of(x), ndim, length)
     if x.numel():
         low, high = torch.stack(torch.aminmax(x)).tolist()
-        check_ids(name, dtype_name(x), shape_of(x), vocab, low, high)
+        validate.ids(name, dtype_name(x), validate.shape_of(x), vocab, low, high)
     return x
 
 
@@ -85,7 +76,7 @@ def attention(query, key, value, mask=None, same_d: bool = True):
     query = floats(query, "query")
     key, value = floats(key, "key", query.device), floats(value, "value", query.device)
     mask = None if mask is None else tensor(mask, "mask", query.device)
-    check_attention_shapes(query, key, value, mask, same_d=same_d)
+    validate.attention_shapes(query, key, value, mask, same_d=same_d)
     return query, key, value, bool_mask(mask)
 
 

@@ -9,8 +9,7 @@ import math
 import torch
 from torch import nn
 
-from ..errors import shape_of
-from ..validate import check_softmax_shapes
+from .. import validate
 from . import inputs
 
 
@@ -22,7 +21,7 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
     """
     scores = inputs.floats(scores, "scores")
     mask = None if mask is None else inputs.tensor(mask, "mask", scores.device)
-    check_softmax_shapes(shape_of(scores), None if mask is None else shape_of(mask))
+    validate.softmax_shapes(validate.shape_of(scores), None if mask is None else validate.shape_of(mask))
     if mask is None:
         return torch.softmax(scores, dim=-1)
     mask = inputs.bool_mask(mask)                          # bool, or 0/1 numbers: anything else is an error

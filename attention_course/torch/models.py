@@ -11,13 +11,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..errors import shape_of
-from ..validate import check_batch, check_int, check_sizes
+from .. import validate
+from ..text import BOS
 from . import inputs
 from .layers import DotProductAttention
 from .scores import ScoredAttention
-
-BOS = 2
 
 
 class OneToOne(nn.Module):
@@ -25,7 +23,7 @@ class OneToOne(nn.Module):
 
     def __init__(self, n_in: int, n_out: int, hidden: int = 32):
         super().__init__()
-        n_in, n_out, hidden = check_sizes(n_in=n_in, n_out=n_out, hidden=hidden)
+        n_in, n_out, hidden = validate.sizes(n_in=n_in, n_out=n_out, hidden=hidden)
         self.embed = nn.Embedding(n_in, hidden)
         self.hidden = nn.Linear(hidden, hidden)
         self.out = nn.Linear(hidden, n_out)
@@ -40,7 +38,7 @@ class ManyToOne(nn.Module):
 
     def __init__(self, vocab: int, n_out: int, embed: int = 16, hidden: int = 64):
         super().__init__()
-        vocab, n_out, embed, hidden = check_sizes(vocab=vocab, n_out=n_out, embed=embed, hidden=hidden)
+        vocab, n_out, embed, hidden = validate.sizes(vocab=vocab, n_out=n_out, embed=embed, hidden=hidden)
         self.embed = nn.Embedding(vocab, embed)
         self.rnn = nn.GRU(embed, hidden, batch_first=True)
         self.out = nn.Linear(hidden, n_out)
@@ -56,7 +54,7 @@ class ManyToMany(nn.Module):
 
     def __init__(self, vocab: int, n_out: int, embed: int = 16, hidden: int = 64):
         super().__init__()
-        vocab, n_out, embed, hidden = check_sizes(vocab=vocab, n_out=n_out, embed=embed, hidden=hidden)
+        vocab, n_out, embed, hidden = validate.sizes(vocab=vocab, n_out=n_out, embed=embed, hidden=hidden)
         self.embed = nn.Embedding(vocab, embed)
         self.rnn = nn.GRU(embed, hidden, batch_first=True)
         self.out = nn.Linear(hidden, n_out)
@@ -73,7 +71,7 @@ class OneToMany(nn.Module):
 
     def __init__(self, n_in: int, vocab: int, embed: int = 16, hidden: int = 64):
         super().__init__()
-        n_in, vocab, embed, hidden = check_sizes(n_in=n_in, vocab=vocab, embed=embed, hidden=hidden)
+        n_in, vocab, embed, hidden = validate.sizes(n_in=n_in, vocab=vocab, embed=embed, hidden=hidden)
         self.init = nn.Embedding(n_in, hidden)
         self.embed = nn.Embedding(vocab, embed)
         self.rnn = nn.GRU(embed, hidden, batch_first=True)
@@ -81,7 +79,7 @@ class OneToMany(nn.Module):
 
     def forward(self, x, tgt_in):
         x, tgt_in = inputs.ids(x, "x", self.init, ndim=1), inputs.ids(tgt_in, "tgt_in", self.embed)
-        check_batch(x=shape_of(x), tgt_in=shape_of(tgt_in))
+        validate.same_batch(x=validate.shape_of(x), tgt_in=validate.shape_of(tgt_in))
         h0 = torch.tanh(self.init(x))[None]              # (1, B, H)
         states, _ = self.rnn(self.embed(tgt_in), h0)     # (B, T, H)
         return self.out(states)                          # (B, T, vocab)
@@ -89,7 +87,7 @@ class OneToMany(nn.Module):
     @torch.no_grad()
     def generate(self, x, steps: int):
         """Greedy generation: x (B,) → ids (B, steps)."""
-        x, steps = inputs.ids(x, "x", self.init, ndim=1), check_int("steps", steps)
+        x, steps = inputs.ids(x, "x", self.init, ndim=1), validate.integer("steps", steps)
         h = torch.tanh(self.init(x))[None]
         token = torch.full((x.shape[0], 1), BOS, dtype=torch.long, device=x.device)
         out = []
@@ -113,7 +111,7 @@ class Seq2Seq(nn.Module):
     def __init__(self, vocab: int, embed: int = 32, hidden: int = 64, attention: bool = False,
                  score: str | None = None):
         super().__init__()
-        vocab, embed, hidden = check_sizes(vocab=vocab, embed=embed, hidden=hidden)
+        vocab, embed, hidden = validate.sizes(vocab=vocab, embed=embed, hidden=hidden)
         attention = attention or score is not None
         self.use_attention = attention
         self.embed = nn.Embedding(vocab, embed)
@@ -146,7 +144,7 @@ class Seq2Seq(nn.Module):
     def forward(self, src, tgt_in, src_mask=None):
         enc, h = self.encode(src)                                        # src (B, S) ids in [0, vocab)
         tgt_in = inputs.ids(tgt_in, "tgt_in", self.embed)                # (B, T) ids in [0, vocab)
-        check_batch(src=shape_of(enc)[:2], tgt_in=shape_of(tgt_in))
+        validate.same_batch(src=validate.shape_of(enc)[:2], tgt_in=validate.shape_of(tgt_in))
         src_mask = self._src_mask(src_mask, enc)
         dec, _ = self.decoder(self.embed(tgt_in), h)     # (B, T, H), teacher forcing
         return self.step_logits(dec, enc, src_mask)[0]
@@ -155,7 +153,7 @@ class Seq2Seq(nn.Module):
     def generate(self, src, steps: int, src_mask=None):
         """Greedy decoding: src (B, S) → ids (B, steps), attention weights (B, steps, S) (zeros without
         attention)."""
-        steps = check_int("steps", steps)
+        steps = validate.integer("steps", steps)
         enc, h = self.encode(src)
         src_mask = self._src_mask(src_mask, enc)                         # checked once, not at every step
         token = torch.full((enc.shape[0], 1), BOS, dtype=torch.long, device=enc.device)

@@ -12,17 +12,15 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..errors import ConfigError, check_choice, check_sequence_shapes
-from ..validate import check_int, check_positive, check_rate, check_sizes
+from .. import validate
+from ..choices import ACTIVATIONS, NER_ATTENTION, POOLING
+from ..errors import ConfigError
 from . import inputs
 from .layers import masked_softmax
 
 __all__ = ["ACTIVATIONS", "NER_ATTENTION", "POOLING", "VariationalLSTM", "FeatureAttention", "TimestepAttention",
            "AttentionPooling", "AttentionGRU", "NERTagger", "SentimentClassifier"]
 
-ACTIVATIONS = ("softmax", "linear")                 # how the attention scores become weights
-NER_ATTENTION = (None, "feature", "feature_single", "timestep")
-POOLING = ("last", "attention", "attention_gru")
 
 
 class VariationalLSTM(nn.Module):
@@ -37,10 +35,10 @@ class VariationalLSTM(nn.Module):
     def __init__(self, input_size: int, hidden: int, bidirectional: bool = False, dropout: float = 0.0,
                  recurrent_dropout: float = 0.0):
         super().__init__()
-        input_size, hidden = check_sizes(input_size=input_size, hidden=hidden)
+        input_size, hidden = validate.sizes(input_size=input_size, hidden=hidden)
         self.hidden, self.bidirectional = hidden, bidirectional
-        check_rate("dropout", dropout)
-        check_rate("recurrent_dropout", recurrent_dropout)
+        validate.rate("dropout", dropout)
+        validate.rate("recurrent_dropout", recurrent_dropout)
         self.dropout, self.recurrent_dropout = dropout, recurrent_dropout
         self.lstm = nn.LSTM(input_size, hidden, batch_first=True, bidirectional=bidirectional)
 
@@ -69,7 +67,7 @@ class VariationalLSTM(nn.Module):
 
     def forward(self, x):
         x = inputs.floats(x, "x", inputs.device_of(self))
-        check_sequence_shapes("VariationalLSTM", x, features=self.lstm.input_size)
+        validate.sequence_shapes("VariationalLSTM", x, features=self.lstm.input_size)
         if not (self.training and (self.dropout > 0 or self.recurrent_dropout > 0)):
             return self.lstm(x)[0]                                    # fused kernel, no dropout
         out = [self._direction(x, "", reverse=False)]
@@ -104,15 +102,15 @@ class FeatureAttention(nn.Module):
 
     def __init__(self, features: int, activation: str = "softmax", single: bool = False):
         super().__init__()
-        check_choice("activation", activation, ACTIVATIONS)
-        features = check_int("features", features)
+        validate.choice("activation", activation, ACTIVATIONS)
+        features = validate.integer("features", features)
         self.features, self.activation, self.single = features, activation, single
         self.score = nn.Linear(features, features)
 
     def forward(self, x, mask=None, return_weights: bool = False):
         # x (B, T, d), mask (B, T) True on real tokens
         x, mask = _sequence(self, x, mask)
-        check_sequence_shapes("FeatureAttention", x, mask, features=self.features)
+        validate.sequence_shapes("FeatureAttention", x, mask, features=self.features)
         mask = inputs.bool_mask(mask)
         weights = _weights(self.score(x), self.activation, dim=-1)    # (B, T, d), rows sum to 1 over d
         if self.single:
@@ -136,15 +134,15 @@ class TimestepAttention(nn.Module):
 
     def __init__(self, steps: int, activation: str = "softmax"):
         super().__init__()
-        check_choice("activation", activation, ACTIVATIONS)
-        steps = check_int("steps", steps)
+        validate.choice("activation", activation, ACTIVATIONS)
+        steps = validate.integer("steps", steps)
         self.steps, self.activation = steps, activation
         self.score = nn.Linear(steps, steps)
 
     def forward(self, x, mask=None, return_weights: bool = False):
         # x (B, T, d), mask (B, T) True on real tokens
         x, mask = _sequence(self, x, mask)
-        check_sequence_shapes("TimestepAttention", x, mask, steps=self.steps)
+        validate.sequence_shapes("TimestepAttention", x, mask, steps=self.steps)
         mask = inputs.bool_mask(mask)
         scores = self.score(x.transpose(1, 2))                        # (B, d, T): per feature, over time
         m = None if mask is None else mask[:, None, :]                # (B, 1, T)
@@ -160,13 +158,13 @@ class AttentionPooling(nn.Module):
 
     def __init__(self, hidden: int):
         super().__init__()
-        hidden = check_int("hidden", hidden)
+        hidden = validate.integer("hidden", hidden)
         self.hidden = hidden
         self.score = nn.Linear(hidden, 1)
 
     def forward(self, states, mask=None, return_weights: bool = False):
         states, mask = _sequence(self, states, mask, "states")
-        check_sequence_shapes("AttentionPooling", states, mask, features=self.hidden)
+        validate.sequence_shapes("AttentionPooling", states, mask, features=self.hidden)
         mask = inputs.bool_mask(mask)
         e = torch.tanh(self.score(states))[..., 0]                    # (B, T)
         weights = masked_softmax(e[:, None, :], mask)[:, 0]           # (B, T), sums to 1 over the real steps
@@ -182,7 +180,7 @@ class AttentionGRU(nn.Module):
 
     def __init__(self, input_size: int, hidden: int):
         super().__init__()
-        input_size, hidden = check_sizes(input_size=input_size, hidden=hidden)
+        input_size, hidden = validate.sizes(input_size=input_size, hidden=hidden)
         self.hidden = hidden
         self.W_r, self.U_r = nn.Linear(input_size, hidden), nn.Linear(hidden, hidden)
         self.W, self.U = nn.Linear(input_size, hidden), nn.Linear(hidden, hidden)
@@ -190,7 +188,7 @@ class AttentionGRU(nn.Module):
     def forward(self, facts, gates):
         facts = inputs.floats(facts, "facts", inputs.device_of(self))
         gates = inputs.floats(gates, "gates", facts.device)
-        check_sequence_shapes("AttentionGRU", facts, gates, features=self.W.in_features, mask_name="gates")
+        validate.sequence_shapes("AttentionGRU", facts, gates, features=self.W.in_features, mask_name="gates")
         xr, xh = self.W_r(facts), self.W(facts)                       # (B, T, H) each, for every step at once
         h = facts.new_zeros(facts.shape[0], self.hidden)
         for t in range(facts.shape[1]):
@@ -214,11 +212,12 @@ class NERTagger(nn.Module):
                  activation: str = "softmax", max_len: int | None = None, dropout: float = 0.1,
                  recurrent_dropout: float = 0.1):
         super().__init__()
-        check_choice("attention", attention, NER_ATTENTION)
+        validate.choice("attention", attention, NER_ATTENTION)
         if attention == "timestep" and max_len is None:
             raise ConfigError("timestep-wise attention needs max_len: its Dense layer is max_len × max_len")
-        vocab, n_tags, embed, hidden = check_sizes(vocab=vocab, n_tags=n_tags, embed=embed, hidden=hidden)
-        check_rate("dropout", dropout)
+        self.attention: TimestepAttention | FeatureAttention | None
+        vocab, n_tags, embed, hidden = validate.sizes(vocab=vocab, n_tags=n_tags, embed=embed, hidden=hidden)
+        validate.rate("dropout", dropout)
         self.embed = nn.Embedding(vocab, embed)
         if attention == "timestep":
             self.attention = TimestepAttention(max_len, activation)
@@ -254,16 +253,16 @@ class SentimentClassifier(nn.Module):
     def __init__(self, vocab: int, embed: int = 32, hidden: int = 100, pooling: str = "last",
                  dropout: float = 0.3, recurrent_dropout: float = 0.2, embed_init: float | None = None):
         super().__init__()
-        check_choice("pooling", pooling, POOLING)
-        vocab, embed, hidden = check_sizes(vocab=vocab, embed=embed, hidden=hidden)
+        validate.choice("pooling", pooling, POOLING)
+        vocab, embed, hidden = validate.sizes(vocab=vocab, embed=embed, hidden=hidden)
         self.pooling = pooling
         self.embed = nn.Embedding(vocab, embed)                       # PyTorch's default: N(0, 1)
         if embed_init is not None:
-            check_positive("embed_init", embed_init)
+            validate.positive("embed_init", embed_init)
             nn.init.uniform_(self.embed.weight, -embed_init, embed_init)
         self.rnn = VariationalLSTM(embed, hidden, dropout=dropout, recurrent_dropout=recurrent_dropout)
-        self.pool = AttentionPooling(hidden) if pooling != "last" else None
-        self.agru = AttentionGRU(hidden, hidden) if pooling == "attention_gru" else None
+        self.pool: AttentionPooling | None = AttentionPooling(hidden) if pooling != "last" else None
+        self.agru: AttentionGRU | None = AttentionGRU(hidden, hidden) if pooling == "attention_gru" else None
         self.out = nn.Linear(hidden, 2)
 
     def forward(self, x, mask=None, return_weights: bool = False):
@@ -273,8 +272,9 @@ class SentimentClassifier(nn.Module):
         if self.pooling == "last":
             summary = states[:, -1]                                   # (B, H)
         else:
+            assert self.pool is not None                              # pooling is "attention" or "attention_gru"
             summary, weights = self.pool(states, mask=mask, return_weights=True)
-            if self.pooling == "attention_gru":
+            if self.agru is not None:
                 summary = self.agru(states, weights)                  # the weights act as update gates
         logits = self.out(summary)
         return (logits, weights) if return_weights else logits

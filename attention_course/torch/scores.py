@@ -16,16 +16,13 @@ import math
 import torch
 from torch import nn
 
-from ..errors import ConfigError, check_score_shapes
-from ..validate import check_sizes
+from .. import validate
+from ..choices import SCORES, score_layer
 from . import inputs
 from .layers import masked_softmax
 
 __all__ = ["DotScore", "ScaledDotScore", "GeneralScore", "ConcatScore", "AdditiveScore", "ScoredAttention",
            "SCORES"]
-
-#: The score names ``ScoredAttention`` (and ``Seq2Seq(score=...)``) accept.
-SCORES = ("dot", "scaled_dot", "general", "concat", "additive")
 
 
 
@@ -41,7 +38,7 @@ class DotScore(_Score):
 
     def forward(self, query, key):
         query, key = inputs.pair(query, key)                       # float tensors
-        check_score_shapes(self, query, key)
+        validate.score_shapes(self, query, key)
         return query @ key.transpose(1, 2)                         # (B, T_q, T_k)
 
 
@@ -50,7 +47,7 @@ class ScaledDotScore(_Score):
 
     def forward(self, query, key):
         query, key = inputs.pair(query, key)                       # float tensors
-        check_score_shapes(self, query, key)
+        validate.score_shapes(self, query, key)
         return query @ key.transpose(1, 2) / math.sqrt(query.shape[-1])
 
 
@@ -65,7 +62,7 @@ class GeneralScore(_Score):
 
     def forward(self, query, key):
         query, key = inputs.pair(query, key)                       # float tensors
-        check_score_shapes(self, query, key)
+        validate.score_shapes(self, query, key)
         return query @ self.W_a(key).transpose(1, 2)                # (B, T_q, d_q) @ (B, d_q, T_k)
 
 
@@ -81,7 +78,7 @@ class ConcatScore(_Score):
 
     def forward(self, query, key):
         query, key = inputs.pair(query, key)                       # float tensors
-        check_score_shapes(self, query, key)
+        validate.score_shapes(self, query, key)
         (b, t_q, _), t_k = query.shape, key.shape[1]
         pairs = torch.cat([query[:, :, None, :].expand(b, t_q, t_k, -1),
                            key[:, None, :, :].expand(b, t_q, t_k, -1)], dim=-1)  # (B, T_q, T_k, d_q + d_k)
@@ -101,29 +98,16 @@ class AdditiveScore(_Score):
 
     def forward(self, query, key):
         query, key = inputs.pair(query, key)                       # float tensors
-        check_score_shapes(self, query, key)
+        validate.score_shapes(self, query, key)
         hidden = self.W_a(query)[:, :, None, :] + self.U_a(key)[:, None, :, :]  # (B, T_q, T_k, units)
         return self.v_a(torch.tanh(hidden))[..., 0]                 # (B, T_q, T_k)
 
 
 def make_score(score: str, d_query: int | None = None, d_key: int | None = None, units: int | None = None):
     """The score module called ``score`` (one of ``SCORES``). Learned scores need ``d_query``; ``d_key``
-    defaults to ``d_query`` and ``units`` to ``d_query``."""
-    if score not in SCORES:
-        raise ConfigError(f"unknown score {score!r}: choose one of {', '.join(SCORES)}")
-    if score == "dot":
-        return DotScore()
-    if score == "scaled_dot":
-        return ScaledDotScore()
-    if d_query is None:
-        raise ConfigError(f"the {score!r} score is learned: give its sizes, e.g. d_query=64 (d_key and units "
-                          f"default to d_query)")
-    d_key = d_query if d_key is None else d_key
-    units = d_query if units is None else units
-    d_query, d_key, units = check_sizes(d_query=d_query, d_key=d_key, units=units)
-    if score == "general":
-        return GeneralScore(d_query, d_key)
-    return (ConcatScore if score == "concat" else AdditiveScore)(d_query, d_key, units)
+    defaults to ``d_query`` and ``units`` to ``d_query`` (``attention_course.choices.score_layer``)."""
+    name, sizes = score_layer(score, d_query, d_key, units)
+    return globals()[name](*sizes)
 
 
 class ScoredAttention(nn.Module):
@@ -142,7 +126,7 @@ class ScoredAttention(nn.Module):
     def forward(self, query, key, value, mask=None, return_weights: bool = False):
         # query (B, T_q, d_q), key (B, T_k, d_k), value (B, T_k, d_v), mask (B, T_k) or (B, T_q, T_k)
         query, key, value, mask = inputs.attention(query, key, value, mask, same_d=False)   # floats, bool mask
-        check_score_shapes(self.score, query, key, value, mask)
+        validate.score_shapes(self.score, query, key, value, mask)
         scores = self.score(query, key)                            # (B, T_q, T_k)
         weights = masked_softmax(scores, mask)                     # rows sum to 1 over the visible keys
         context = weights @ inputs.hide(value, mask)               # (B, T_q, d_v); hidden rows zeroed

@@ -6,9 +6,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..metrics import token_accuracy
-from ..train import History, batches, progress
-from ..validate import check_data, check_int, check_positive, check_sizes, check_targets
+from .. import validate
+from ..train import History, accuracy_of, batches, progress
 
 
 def device() -> torch.device:
@@ -28,9 +27,9 @@ def fit(model: nn.Module, inputs, targets, *, epochs: int, batch_size: int = 64,
     positions whose target equals ``ignore_index`` (padding) are left out of the loss and accuracy.
     Returns the per-epoch history (loss, accuracy).
     """
-    n = check_data(inputs, targets)                                  # as many examples in each
-    epochs, batch_size = check_sizes(epochs=epochs, batch_size=batch_size)
-    check_positive("lr", lr)
+    n = validate.examples(inputs, targets)                                  # as many examples in each
+    epochs, batch_size = validate.sizes(epochs=epochs, batch_size=batch_size)
+    validate.positive("lr", lr)
     dev = device()
     model.to(dev).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
@@ -46,7 +45,7 @@ def fit(model: nn.Module, inputs, targets, *, epochs: int, batch_size: int = 64,
                 *xs, y = _tensors([a[idx] for a in inputs] + [targets[idx]], dev)
                 logits = model(*xs)                                  # (b, [T,] classes)
                 if not checked:                                      # once: do the targets fit the logits?
-                    check_targets(targets, (n, *logits.shape[1:]), ignore_index)
+                    validate.targets(targets, (n, *logits.shape[1:]), ignore_index)
                     checked = True
                 loss = loss_fn(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
                 optimizer.zero_grad()
@@ -66,8 +65,8 @@ def fit(model: nn.Module, inputs, targets, *, epochs: int, batch_size: int = 64,
 @torch.no_grad()
 def predict(model: nn.Module, inputs, batch_size: int = 512) -> np.ndarray:
     """``model(*inputs)`` in evaluation mode, batched, as a NumPy array."""
-    n = check_data(inputs)
-    check_int("batch_size", batch_size)
+    n = validate.examples(inputs)
+    validate.integer("batch_size", batch_size)
     dev = device()
     model.to(dev).eval()
     outs = [model(*_tensors([a[i:i + batch_size] for a in inputs], dev)).cpu().numpy()
@@ -77,5 +76,4 @@ def predict(model: nn.Module, inputs, batch_size: int = 512) -> np.ndarray:
 
 def accuracy(model: nn.Module, inputs, targets, ignore_index: int | None = None) -> float:
     """Share of correct argmax predictions, leaving out ``ignore_index`` targets."""
-    check_data(inputs, targets)
-    return token_accuracy(predict(model, inputs).argmax(-1), np.asarray(targets), pad=ignore_index)
+    return accuracy_of(predict, model, inputs, targets, ignore_index)

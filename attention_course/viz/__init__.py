@@ -4,15 +4,15 @@ Every chart takes a ``description``: it becomes the chart's alt text (``aria-lab
 One module per family of charts; all are importable from here.
 """
 
-from ..vega_renderer import enable_renderer
-from .charts import attention_heatmap, lines, training_curves
+from .charts import attention_heatmap, lines
 from .playground import attention_playground
-from .sampling import *  # noqa: F401,F403  (Chapter 2: distributions over training, samples, windows)
+from .renderer import enable_renderer
+from .sampling import *  # noqa: F403  (Chapter 2: distributions over training, samples, windows)
 from .sampling import __all__ as _sampling_all
-from .scores import *  # noqa: F401,F403  (Chapter 4: score statistics)
+from .scores import *  # noqa: F403  (Chapter 4: score statistics)
 from .scores import __all__ as _scores_all
-from .text import *  # noqa: F401,F403  (Chapter 3: token highlight)
+from .text import *  # noqa: F403  (Chapter 3: token highlight)
 from .text import __all__ as _text_all
 
-__all__ = ["enable_renderer", "attention_heatmap", "lines", "training_curves", "attention_playground",
-           *_sampling_all, *_scores_all, *_text_all]
+__all__ = ["enable_renderer", "attention_heatmap", "lines", "attention_playground", *_sampling_all, *_scores_all,
+           *_text_all]

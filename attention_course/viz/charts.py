@@ -1,4 +1,4 @@
-"""General Altair charts: attention heatmaps, line charts, training curves.
+"""General Altair charts: attention heatmaps and line charts.
 
 Every chart takes a ``description``: it becomes the chart's alt text (``aria-label``) in the book.
 """
@@ -16,7 +16,7 @@ def _alt():
     return alt
 
 
-def _labels(tokens: Sequence, prefix: str) -> list[str]:
+def _labels(tokens: Sequence) -> list[str]:
     # unique, ordered labels: position and token ("03 · 7")
     return [f"{i:02d} · {t}" for i, t in enumerate(tokens)]
 
@@ -45,7 +45,7 @@ def attention_heatmap(weights, key_tokens, query_tokens, *, names: Sequence[str]
         w = np.asarray(w)
         if w.shape != (len(qs), len(ks)):
             raise ValueError(f"{name}: weights of shape {w.shape} do not match {len(qs)} queries × {len(ks)} keys")
-        klab, qlab = _labels(ks, "k"), _labels(qs, "q")
+        klab, qlab = _labels(ks), _labels(qs)
         for i in range(w.shape[0]):
             for j in range(w.shape[1]):
                 rows.append({"example": name, "query": qlab[i], "key": klab[j], "qpos": i, "kpos": j,
@@ -87,15 +87,3 @@ def lines(data, *, x: str, y: str, color: str, title: str, description: str | No
         .properties(title=title, width=420, height=260,
                     description=description or f"{title}: {y} against {x} by {color}")
     )
-
-
-def training_curves(frames, *, metric: str = "loss", title: str = "Training curves",
-                    description: str | None = None):
-    """Per-epoch ``metric`` of several runs: ``frames`` is a DataFrame from ``History.to_frame(run=…)``
-    (or a list of them, concatenated)."""
-    import pandas as pd
-
-    data = pd.concat(frames) if isinstance(frames, (list, tuple)) else frames
-    data = data[data["metric"] == metric].rename(columns={"value": metric})
-    return lines(data, x="epoch", y=metric, color="run", title=title, y_domain=None,
-                 description=description or f"{title}: {metric} per epoch for each run")

@@ -131,7 +131,7 @@ def bad_download_timeout(fw):
 
 
 class _Trickle(BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 (http.server API)
+    def do_GET(self):
         self.send_response(200)
         self.send_header("Content-Length", "1000")
         self.end_headers()

@@ -1,5 +1,5 @@
-"""Numbers for the prose: ``ac.glue(name, value)`` stores a value that the book's text quotes with
-``{glue:text}`name:.2f```, and shows it in the notebook."""
+"""What the book's prose takes from an executed notebook: ``ac.glue(name, value)`` stores a value that the text
+quotes with ``{glue:text}`name:.2f```, and shows it in the notebook (``ac.glue`` is this module's ``glue``)."""
 
 from __future__ import annotations
 

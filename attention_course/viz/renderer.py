@@ -1,4 +1,4 @@
-"""An Altair renderer that works in the offline book, in JupyterLab, Colab and classic Jupyter.
+"""``ac.viz.renderer``: an Altair renderer that works in the offline book, in JupyterLab, Colab and classic Jupyter.
 
 ``enable_renderer()`` registers an Altair renderer called ``course`` and enables it.  A chart then
 displays as a MIME bundle with

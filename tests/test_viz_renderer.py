@@ -1,4 +1,4 @@
-"""The course's Altair renderer: MIME bundle keys, embedded spec, alt text, script safety."""
+"""The course's Altair renderer (ac.viz.renderer): MIME bundle keys, embedded spec, alt text, script safety."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 alt = pytest.importorskip("altair")
 pd = pytest.importorskip("pandas")
 
-from attention_course import vega_renderer  # noqa: E402
+from attention_course.viz import renderer  # noqa: E402
 
 VL_MIME = f"application/vnd.vegalite.v{alt.VEGALITE_VERSION.split('.')[0]}+json"
 
@@ -21,7 +21,7 @@ VL_MIME = f"application/vnd.vegalite.v{alt.VEGALITE_VERSION.split('.')[0]}+json"
 @pytest.fixture
 def course_renderer():
     previous = alt.renderers.active
-    vega_renderer.enable_renderer()
+    renderer.enable_renderer()
     yield
     alt.renderers.enable(previous)
 
@@ -39,7 +39,7 @@ def _embedded_spec(bundle: dict) -> dict:
 
 def test_importing_the_package_does_not_import_altair():
     code = (
-        "import sys, attention_course, attention_course.vega_renderer; "
+        "import sys, attention_course, attention_course.viz.renderer; "
         "print('altair' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -47,8 +47,8 @@ def test_importing_the_package_does_not_import_altair():
 
 
 def test_renderer_is_registered_and_enabled(course_renderer):
-    assert alt.renderers.active == vega_renderer.RENDERER_NAME
-    assert vega_renderer.RENDERER_NAME in alt.renderers.names()
+    assert alt.renderers.active == renderer.RENDERER_NAME
+    assert renderer.RENDERER_NAME in alt.renderers.names()
 
 
 def test_bundle_has_vegalite_html_and_text(course_renderer):
@@ -75,11 +75,11 @@ def test_html_div_is_accessible_and_unique(course_renderer):
 
 
 def test_alt_text_falls_back_to_title_then_generic():
-    assert vega_renderer.alt_text({"title": "Attention weights"}) == "Attention weights"
-    assert vega_renderer.alt_text({"title": {"text": "Scores", "subtitle": "per head"}}) == "Scores — per head"
-    assert vega_renderer.alt_text({"title": ["Line one", "line two"]}) == "Line one line two"
-    assert vega_renderer.alt_text({"description": "  ", "title": "T"}) == "T"
-    assert vega_renderer.alt_text({}) == "Interactive chart"
+    assert renderer.alt_text({"title": "Attention weights"}) == "Attention weights"
+    assert renderer.alt_text({"title": {"text": "Scores", "subtitle": "per head"}}) == "Scores — per head"
+    assert renderer.alt_text({"title": ["Line one", "line two"]}) == "Line one line two"
+    assert renderer.alt_text({"description": "  ", "title": "T"}) == "T"
+    assert renderer.alt_text({}) == "Interactive chart"
 
 
 def test_label_and_data_are_escaped(course_renderer):
@@ -121,6 +121,6 @@ def test_interactive_params_survive(course_renderer):
 
 
 def test_embed_options_override(course_renderer):
-    vega_renderer.enable_renderer(embed_options={"renderer": "canvas"})
+    renderer.enable_renderer(embed_options={"renderer": "canvas"})
     text = _chart()._repr_mimebundle_()["text/html"]
     assert '"renderer":"canvas"' in text
