@@ -1,6 +1,7 @@
 # Neural Attention course — the commands a learner, an instructor and a maintainer need.
 #   make book        build the HTML book (executes every notebook)        → _build/html/index.html
 #   make test        everything: lint, unit/property/parity tests, book (-W), nbval, browser test
+#   make lint        ruff, notebooks stored without outputs, the chapters' layer cells, mypy (as pre-commit)
 #   make lab         JupyterLab on the book
 #   make assignment CHAPTERS=1,3   student notebooks, answer key and a book edition under assignments/
 #   make bench       timed comparisons of every chapter → attention_course/benchmarks/<machine>.json (not part of make test)
@@ -25,7 +26,7 @@ export COURSE_PROGRESS ?= 0
 export COURSE_GLUE_ECHO ?= 0
 NBVAL := --nbval-lax --nbval-current-env --nbval-cell-timeout=900
 
-.PHONY: env book test lab assignment vendor system clean bench robustness colab-check
+.PHONY: env book test lint lab assignment vendor system clean bench robustness colab-check
 
 env: $(STAMP)
 
@@ -51,10 +52,16 @@ book: $(STAMP) vendor
 # renders it from there, then the browser test reads the built book.
 test: export COURSE_SCALE = quick
 test: $(STAMP) system
-	$(BIN)/ruff check .
+	$(MAKE) --no-print-directory lint
 	$(BIN)/python -m pytest -n 2 --dist loadfile -p tools.notebook_cache -m "not browser" $(NBVAL) tests book
 	$(MAKE) --no-print-directory book
 	$(BIN)/python -m pytest -m browser tests
+
+lint: $(STAMP)     ## what .pre-commit-config.yaml runs: ruff, stripped notebooks, layer cells, mypy
+	$(BIN)/ruff check .
+	$(BIN)/python tools/stripped.py
+	$(BIN)/python tools/layer_cells.py
+	$(BIN)/mypy
 
 bench: $(STAMP)    ## timed comparisons → attention_course/benchmarks/<machine>.json (commit it; the chapters quote it)
 	$(BIN)/python tools/bench.py

@@ -269,8 +269,8 @@ def export(chapters: list[int] | str, out_dir: str | Path, book_dir: str | Path 
     root, out = Path(repo_root).resolve(), Path(out_dir).resolve()
     book = (root / book_dir).resolve()
     available = find_chapters(book)
-    chosen = parse_chapters(chapters) if isinstance(chapters, str | list) else chapters
-    chosen = sorted(available) if chosen == "all" else chosen
+    parsed = parse_chapters(chapters) if isinstance(chapters, str | list) else chapters
+    chosen: list[int] = sorted(available) if isinstance(parsed, str) else list(parsed)   # str: "all"
     if not book.is_relative_to(root):
         raise AssignError(f"the book folder {book} must lie inside the repository root {root}")
     if not available:

@@ -40,6 +40,8 @@ class _Text(str):
 class _Number(float):
     """A float glued with its format: its text/plain form (what ``{glue:text}`` shows) is the formatted text."""
 
+    text: str
+
     def __new__(cls, value: float, text: str):
         number = super().__new__(cls, value)
         number.text = text

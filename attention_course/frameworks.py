@@ -99,8 +99,10 @@ def _run_cell_body(shell, body: str, framework: str):
     filename = _remember(shell, source)  # so that tracebacks and inspect.getsource show the cell's lines
     tree = ast.parse(source, filename)
     last = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = ast.Expression(tree.body.pop().value)
+    final = tree.body[-1] if tree.body else None
+    if isinstance(final, ast.Expr):  # shown like a normal cell's last expression
+        tree.body.pop()
+        last = ast.Expression(final.value)
     shared = shell.user_ns
     space = _spaces.setdefault(framework, {})
     private = _private.setdefault(framework, set())

@@ -41,14 +41,14 @@ def sizes(**values) -> tuple[int, ...]:
 
 def positive(name: str, value, hint: str = "") -> float:
     """A finite number > 0 (a temperature, a learning rate)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < math.inf:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < float(value) < math.inf:
         raise ConfigError(f"{name} must be a finite number > 0; got {value!r}{hint}")
     return float(value)
 
 
 def rate(name: str, value) -> float:
     """A dropout rate: a number in [0, 1)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value < 1:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= float(value) < 1:
         raise ConfigError(f"{name} (a dropout rate) must be a number in [0, 1); got {value!r}")
     return float(value)
 

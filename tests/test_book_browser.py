@@ -141,6 +141,11 @@ READING = r"""() => {
   for (const c of article.querySelectorAll('.course-vega')) {
     if (beyond(c.querySelector('svg, canvas') || c) && !scrolls(c)) out.charts.push(c.id || 'a chart');
   }
+  // a framework cell's code is highlighted beyond its %%keras / %%pytorch line
+  out.plain = Array.from(article.querySelectorAll('div.cell.tag_keras, div.cell.tag_pytorch'))
+    .map(cell => cell.querySelector('div.cell_input pre'))
+    .filter(pre => pre && pre.querySelectorAll('span.n, span.nc, span.nf, span.mi, span.s2, span.s1').length === 0)
+    .map(pre => pre.innerText.split('\n').slice(0, 2).join(' ').slice(0, 60));
   out.exercises = Array.from(article.querySelectorAll('.exercise .caption-number'), el => el.textContent.trim());
   for (const m of article.querySelectorAll('mjx-container[display="true"]')) {
     if (beyond(m) && !scrolls(m)) out.math.push(m.textContent.slice(0, 40) || 'an equation');
@@ -499,7 +504,9 @@ def test_framework_choice_persists_across_pages(browser, server, audit):
 
 
 def test_no_raw_floats_in_prose(audit):
-    _fail_on([f"{r.url}: …{text}…" for r in audit.values() for text in r.reading.get("raw", [])],
+    chapters = [r for r in audit.values() if re.search(r"/\d\d-[^/]+/[^/]+\.html$", r.url)]  # not arXiv ids
+    assert chapters, "no chapter pages were read"
+    _fail_on([f"{r.url}: …{text}…" for r in chapters for text in r.reading.get("raw", [])],
              "numbers in the prose with more than 4 decimals (glue them with a format)")
 
 
@@ -521,3 +528,8 @@ def test_exercises_are_numbered_per_chapter(audit):
         if numbers != expected:
             problems.append(f"{r.url}: {numbers} (expected {expected})")
     _fail_on(problems, "exercise numbers")
+
+
+def test_framework_cells_are_highlighted(audit):
+    _fail_on([f"{r.url}: {text}" for r in audit.values() for text in r.reading.get("plain", [])],
+             "framework cells shown as plain text")

@@ -15,6 +15,8 @@
 4. Exercises are numbered per chapter, "Exercise 2.3" (chapter 2, third exercise), not 1 … 16 across the book;
    the chapter number is the one in the chapter's folder name (``book/02-…``), so an edition with some of the
    chapters keeps their numbers.
+5. Code cells that start with ``%%keras`` or ``%%pytorch`` are highlighted as Python (IPython's lexer shows the
+   body of an unknown cell magic as plain text).
 """
 
 from __future__ import annotations
@@ -94,7 +96,23 @@ def _number_exercises_per_chapter(app, env) -> list[str]:
     return changed
 
 
+def _framework_cell_lexer():
+    from IPython.lib.lexers import IPython3Lexer
+    from pygments.lexer import bygroups, inherit, using
+    from pygments.token import Keyword, Operator, Text
+
+    class FrameworkCellLexer(IPython3Lexer):
+        """IPython 3, with the body of a ``%%keras`` / ``%%pytorch`` cell lexed as IPython code."""
+
+        name = "IPython3 with the course's framework cells"
+        tokens = {"root": [(r"(?s)(\s*)(%%)(keras|pytorch)([^\n]*\n)(.*)",
+                            bygroups(Text, Operator, Keyword, Text, using(IPython3Lexer))), inherit]}
+
+    return FrameworkCellLexer
+
+
 def setup(app) -> dict[str, Any]:
+    app.add_lexer("ipython3", _framework_cell_lexer())
     app.connect("env-get-updated", _number_exercises_per_chapter, priority=900)  # after Sphinx numbers them
     app.connect("config-inited", _use_notebook_cache)
     app.connect("builder-inited", _check_static_files)

@@ -102,7 +102,7 @@ def gumbel_softmax_sample(fn: Callable, *, trials: int = 3, seed: int | None = N
                 expected = {m: _argmax_freq(f(many, tau, np.random.default_rng(trial)), k)
                             for m, f in mistakes.items()}
                 tv = {m: 0.5 * np.abs(freq - e).sum() for m, e in expected.items()}
-                best = min(tv, key=tv.get)
+                best = min(tv, key=lambda mistake: tv[mistake])
                 why = best if tv[best] < 0.02 else "a distribution none of the common mistakes explains"
                 raise ExerciseError(
                     f"at τ = {tau} the argmax of your samples lands on the K positions with frequencies "

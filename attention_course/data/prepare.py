@@ -90,8 +90,9 @@ def sentiment_words(data: dict, top: int = 40, min_count: int = 5) -> list[str]:
     """The ``top`` words most tied to one label in the **training** part of :func:`prepare_sentiment`'s
     ``data``: the largest |log odds| between positive and negative sentences (add-one smoothed, counting each
     word once per sentence) among the words seen in at least ``min_count`` sentences, strongest first."""
-    pos, neg = Counter(), Counter()
+    pos: Counter[str] = Counter()
+    neg: Counter[str] = Counter()
     for i in data["train"]:
         (pos if data["y"][i] == 1 else neg).update(set(data["tokens"][i]))
     scored = {w: abs(np.log((pos[w] + 1) / (neg[w] + 1))) for w in pos | neg if pos[w] + neg[w] >= min_count}
-    return sorted(scored, key=scored.get, reverse=True)[:top]
+    return sorted(scored, key=lambda word: scored[word], reverse=True)[:top]

@@ -195,13 +195,13 @@ class NERTagger(Model):
                  recurrent_dropout: float = 0.1, **kwargs):
         super().__init__(**kwargs)
         validate.choice("attention", attention, NER_ATTENTION)
-        if attention == "timestep" and max_len is None:
-            raise ConfigError("timestep-wise attention needs max_len: its Dense layer is max_len × max_len")
         self.attention: TimestepAttention | FeatureAttention | None
         vocab, n_tags, embed, hidden = validate.sizes(vocab=vocab, n_tags=n_tags, embed=embed, hidden=hidden)
         validate.rate("dropout", dropout)
         self.embed = layers.Embedding(vocab, embed)
         if attention == "timestep":
+            if max_len is None:
+                raise ConfigError("timestep-wise attention needs max_len: its Dense layer is max_len × max_len")
             self.attention = TimestepAttention(max_len, activation)
         elif attention is not None:
             self.attention = FeatureAttention(embed, activation, single=attention == "feature_single")

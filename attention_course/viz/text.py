@@ -6,6 +6,8 @@ Every chart takes a ``description``: it becomes the chart's alt text (``aria-lab
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 __all__ = ["token_layout", "token_highlight", "score_dots", "seed_spread"]
 
 CHAR_PX, GAP_PX, LINE_PX = 7.2, 8.0, 26   # a rough width of one character at font size 12, word gap, line height
@@ -67,7 +69,8 @@ def token_highlight(data, *, title: str, description: str, value: str = "weight"
         base = base.transform_filter(alt.datum[model] == params[1])
     boxes = base.mark_rect(cornerRadius=3, height=LINE_PX - 6).encode(
         x=x, x2="x2:Q", y=y,
-        color=alt.Color("shade:Q", scale=alt.Scale(scheme=scheme, domain=[0, 1] if normalize else alt.Undefined),
+        color=alt.Color("shade:Q", scale=alt.Scale(scheme=cast(Any, scheme),   # any Vega scheme name
+                                                   domain=[0, 1] if normalize else alt.Undefined),
                         title=shade_title),
         tooltip=tooltip)
     words = base.mark_text(fontSize=12, baseline="middle").encode(
