@@ -378,6 +378,39 @@ def test_sentiment_split_pads_on_the_left_with_a_train_only_vocabulary():
     assert len(words) == 40 and {"great", "bad"} & set(words)
 
 
+def test_sentiment_data_can_be_prepared_as_the_article_did():
+    data = ac.data.prepare_sentiment(seed=3, padding="post", tokenizer="keras", split="last")
+    assert (data["val"] == np.arange(1600, 2000)).all() and (data["train"] == np.arange(1600)).all()
+    assert data["mask"][:, 0].all()                                # pads after the words: the first is real
+    lengths = data["mask"].sum(1)
+    assert (data["mask"] == (np.arange(32)[None, :] < lengths[:, None])).all()
+    assert not {",", ".", "!"} & {w for t in data["tokens"] for w in t}    # Keras' Tokenizer drops punctuation
+    assert np.mean(np.minimum(lengths, 32)) == pytest.approx(10.6, abs=0.05)   # the article's 10.6 words
+    assert ac.data.prepare.keras_words("Don't panic, Arthur!") == ["don't", "panic", "arthur"]
+    with pytest.raises(ConfigError, match="unknown padding 'left'"):
+        ac.data.prepare_sentiment(seed=3, padding="left")
+
+
+def test_the_article_comparison_switches_one_choice_at_a_time():
+    from attention_course.experiments import article
+
+    base = article.CONFIGS["article"]
+    for name, config in article.CONFIGS.items():
+        changed = {k for k in base if config[k] != base[k]}
+        if name == "article":
+            assert not changed
+        elif name == "course":
+            assert changed == set(base)
+        else:
+            assert len(changed - {"epochs"}) == 1, (name, changed)
+    rows = [{"config": c, "model": m, "seed": s, "framework": "keras", "val_accuracy": 0.5 + 0.1 * s}
+            for c in ("course", "article") for m in article.MODELS for s in range(3)]
+    table = article.summary(rows)
+    assert list(table.index) == ["article", "course"]
+    assert table.loc["article", ("mean", "attention")] == pytest.approx(0.6)
+    assert table.loc["course", ("count", "last state")] == 3
+
+
 @pytest.mark.slow
 def test_padding_inflates_the_o_support_of_the_real_split():
     """A 20 % test split of the NER corpus padded to the longest sentence: the pads, labelled O, outnumber the

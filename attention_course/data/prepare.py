@@ -13,6 +13,7 @@ from collections import Counter
 
 import numpy as np
 
+from .. import validate
 from ..errors import ConfigError
 from ..text import Vocab, pad_batch, tokenize
 from .loaders import load_ner, load_sentiment
@@ -61,10 +62,15 @@ def prepare_ner(max_len: int, n_train: int | None = None, n_test: int | None = N
     return data
 
 
-def prepare_sentiment(seed: int, max_len: int = 32, n_val: int = 400, sources=("amazon", "yelp")) -> dict:
+def prepare_sentiment(seed: int, max_len: int = 32, n_val: int = 400, sources=("amazon", "yelp"), *,
+                      padding: str = "pre", tokenizer: str = "course", split: str = "random") -> dict:
     """The sentences of ``sources`` (in that order), tokenized; a ``seed``-ed split with ``n_val`` validation
     sentences; the vocabulary of the training part; ids padded and cut **at the start** to ``max_len`` (the last
     ``max_len`` tokens are kept, and the last position of every row is a real token).
+
+    The article's choices, for Chapter 3's comparison: ``padding="post"`` pads after the words;
+    ``tokenizer="keras"`` splits as Keras' ``Tokenizer`` does (lowercase, punctuation dropped); ``split="last"``
+    validates on the last ``n_val`` sentences in file order, as Keras' ``validation_split`` does (no shuffling).
 
     Returns a dict: ``tokens`` (lists of str), ``y`` (0/1), ``vocab``, ``X`` (all sentences, ``(n, max_len)``),
     ``mask`` (``X != 0``: True on real tokens), ``train`` and ``val`` (index arrays).
@@ -77,13 +83,29 @@ def prepare_sentiment(seed: int, max_len: int = 32, n_val: int = 400, sources=("
     if n_val >= len(frame):
         raise ConfigError(f"n_val={n_val} leaves no training sentence: the sources {tuple(sources)} hold "
                           f"{len(frame)} sentences; choose n_val < {len(frame)}")
-    tokens = [tokenize(s) for s in frame["sentence"]]
-    order = np.random.default_rng(seed).permutation(len(frame))
-    val, train = order[:n_val], order[n_val:]
+    validate.choice("padding", padding, ("pre", "post"))
+    validate.choice("tokenizer", tokenizer, ("course", "keras"))
+    validate.choice("split", split, ("random", "last"))
+    tokens = [(tokenize if tokenizer == "course" else keras_words)(s) for s in frame["sentence"]]
+    if split == "random":
+        order = np.random.default_rng(seed).permutation(len(frame))
+        val, train = order[:n_val], order[n_val:]
+    else:                                          # Keras' validation_split: the last n_val rows, as they come
+        val, train = np.arange(len(frame) - n_val, len(frame)), np.arange(len(frame) - n_val)
     vocab = Vocab.build(tokens[i] for i in train)
-    X = pad_batch([vocab.encode(t) for t in tokens], max_len=max_len, truncate="pre", padding="pre").ids
+    X = pad_batch([vocab.encode(t) for t in tokens], max_len=max_len, truncate="pre", padding=padding).ids
     return {"tokens": tokens, "y": frame["label"].to_numpy(), "vocab": vocab, "X": X, "mask": X != 0,
             "train": train, "val": val}
+
+
+KERAS_FILTERS = '!"#$%&()*+,-./:;<=>?@[\\]^_`{|}~\t\n'      # keras.preprocessing.text.Tokenizer's default
+
+
+def keras_words(text: str) -> list[str]:
+    """Words as Keras' ``Tokenizer`` splits them: lowercase, every character of its default filters (most
+    punctuation) replaced by a space, split on spaces. ``keras_words("Don't panic, Arthur!")`` →
+    ``["don't", "panic", "arthur"]``."""
+    return [w for w in text.lower().translate(str.maketrans(KERAS_FILTERS, " " * len(KERAS_FILTERS))).split(" ") if w]
 
 
 def sentiment_words(data: dict, top: int = 40, min_count: int = 5) -> list[str]:
