@@ -6,8 +6,9 @@ from one run. Its code differs from the chapter's in choices that have nothing t
 trains 10 epochs with batches of 100, and ``validation_split=0.2`` validates on the last 400 sentences in file
 order (all from Yelp, none seen in training from that part of the file); and its attention has no mask, so it
 may attend to the pads. ``CONFIGS`` starts from the article's choices and switches one at a time to the
-chapter's; ``run`` trains the last-state and the attention model for each, over several seeds, in one framework. Two of the article's choices are not reproduced here: the L2
-penalty of 1e-3 on the embedding and the attention bias of shape (T, 1), one per position.
+chapter's; ``run`` trains the last-state and the attention model for each, over several seeds, in one framework.
+Two of the article's choices are not reproduced here: the L2 penalty of 1e-3 on the embedding and the attention
+bias of shape (T, 1), one per position.
 
 ``tools/chapter3_article.py`` runs it and writes ``book/03-timestep-feature-attention/results/article.json``,
 which the chapter shows. Importing this module loads no framework.
