@@ -152,6 +152,7 @@ def imports_for(framework: str, names: list[str], shown_before: set[str]) -> str
                 source, _, imported = line[len("from "):].partition(" import ")
                 grouped.setdefault(source, set()).add(imported)
     froms = [f"from {source} import {', '.join(sorted(grouped[source], key=str.lower))}" for source in grouped]
+
     def order(line: str):  # as isort (ruff's default): `import x` lines first, then `from x import …`, by module
         return line.startswith("from"), line.split()[1]
 
