@@ -118,3 +118,28 @@ def test_export_refuses_the_repository_and_the_book(where):
         assign.export([int(NOTEBOOKS[0].parent.name[:2])], target, book_dir=ROOT / "book", repo_root=ROOT,
                       force=True)
     assert target.exists() == existed
+
+
+@pytest.mark.notebooks
+def test_chapter_4_student_copy_reruns_earlier_cells_after_the_exercises(exported, tmp_path):
+    """A learner defines the exercise stubs (or answers), then reruns cells from the chapter's first half: the
+    NumPy scores must still be the chapter's, not the exercises' (which once reused their names)."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    path = exported / "student" / "04-score-functions" / "score-functions.ipynb"
+    student = nbformat.read(path, as_version=4)
+    code = [c for c in student.cells if c.cell_type == "code"]
+    setup = code[:2]
+    scores = next(c for c in code if "def general_score(Q, K, W)" in c.source)
+    numpy_version = next(c for c in code if c.source.startswith("def numpy_version"))
+    stubs = [c for c in code if assign.STUB in c.source]
+    assert len(stubs) == 4
+    rerun = nbformat.v4.new_code_cell(
+        'got = numpy_version("additive", {"W": W_add, "U": U_add, "v": v_add})\n'
+        'assert np.allclose(got, numpy_version("concat", {"W": np.concatenate([W_add, U_add]), "v": v_add}))\n'
+        'assert np.allclose(numpy_version("general", {"W": W_gen}), Q @ W_gen @ K.T)')
+    nb = nbformat.v4.new_notebook(cells=[*setup, scores, numpy_version, *stubs, rerun], metadata=student.metadata)
+    client = NotebookClient(nb, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}})
+    client.execute()   # raises CellExecutionError if a stub had replaced a function the chapter uses
