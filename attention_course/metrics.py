@@ -114,6 +114,14 @@ def padding_inflation(lengths, n_o: int, max_len: int) -> dict[str, int]:
             "positions": positions, "O_with_pads": pads + int(n_o)}
 
 
+def passed_fraction(embeddings, weights) -> np.ndarray:
+    """How much of each token's embedding an attention block lets through, ||a_t ∘ e_t|| / ||e_t||: embeddings
+    (B, T, d); weights (B, T) (timestep-wise) or (B, T, d) (feature-wise) → (B, T)."""
+    embeddings, weights = np.asarray(embeddings), np.asarray(weights)
+    w = weights[..., None] if weights.ndim == 2 else weights
+    return np.linalg.norm(embeddings * w, axis=-1) / np.linalg.norm(embeddings, axis=-1)
+
+
 def pad_mass(weights, mask) -> np.ndarray:
     """The attention mass each example puts on its pads: weights (n, T), mask (n, T) True on real tokens →
     (n,), the sum of the weights where the mask is False."""

@@ -16,13 +16,12 @@ which the chapter shows. Importing this module loads no framework.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
 
 from .. import data as course_data
-from .chapter3 import SENTIMENT_MODELS, Framework
+from .chapter3 import SENTIMENT_MODELS, Framework, train_sentiment
 
 __all__ = ["ARTICLE", "CONFIGS", "MODELS", "run", "summary"]
 
@@ -51,21 +50,16 @@ def run(fw: Framework, seeds, configs=tuple(CONFIGS), models=MODELS) -> list[dic
         for seed in seeds:
             data = course_data.prepare_sentiment(seed, padding=config["padding"], tokenizer=config["tokenizer"],
                                                  split=config["split"])
-            tr, va = data["train"], data["val"]
             for model_name in models:
                 pooling, _ = SENTIMENT_MODELS[model_name]
                 use_mask = config["mask"] and pooling != "last"          # the last state ignores a mask
-                fw.seed(seed)
-                model = fw.m.SentimentClassifier(len(data["vocab"]), pooling=pooling)
-                inputs = (data["X"][tr], data["mask"][tr]) if use_mask else (data["X"][tr],)
-                start = time.perf_counter()
-                fw.m.fit(model, inputs, data["y"][tr], epochs=config["epochs"], batch_size=config["batch_size"],
-                         lr=LR, seed=seed, desc=f"{fw.name} · {name} · {model_name} · seed {seed}")
-                args = (data["X"][va], data["mask"][va]) if use_mask else (data["X"][va],)
+                model, seconds, args = train_sentiment(
+                    fw, data, pooling, use_mask, epochs=config["epochs"], batch_size=config["batch_size"], lr=LR,
+                    seed=seed, desc=f"{fw.name} · {name} · {model_name} · seed {seed}")
                 logits = fw.call(model, *args)
                 row = {"config": name, "model": model_name, "seed": seed, "framework": fw.name,
-                       "val_accuracy": float((np.asarray(logits).argmax(-1) == data["y"][va]).mean()),
-                       "train_seconds": round(time.perf_counter() - start, 1)}
+                       "val_accuracy": float((np.asarray(logits).argmax(-1) == data["y"][data["val"]]).mean()),
+                       "train_seconds": round(seconds, 1)}
                 rows.append(row)
                 print(row, flush=True)
     return rows

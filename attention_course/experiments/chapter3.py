@@ -29,8 +29,8 @@ from .. import data as course_data
 from .. import metrics, scale
 from ..text import pad_batch
 
-__all__ = ["NER_MODELS", "SENTIMENT_MODELS", "SHOWCASES", "Framework", "token_gain", "run_ner", "run_sentiment",
-           "hardware", "markdown", "ner_markdown", "parse_models", "run"]
+__all__ = ["NER_MODELS", "SENTIMENT_MODELS", "SHOWCASES", "Framework", "token_gain", "run_ner", "train_sentiment",
+           "run_sentiment", "hardware", "markdown", "ner_markdown", "parse_models", "run"]
 
 SHOWCASES = (                                    # the talk's two example sentences start so (GMB spells "Espinoso")
     "Venezuela 's state-owned oil company says it is beginning to explore for oil in Cuban waters",
@@ -103,9 +103,7 @@ class Framework:
 
 def token_gain(fw: Framework, model, x: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """How much of each token's embedding the attention lets through: ||a_t ∘ x_t|| / ||x_t||, (B, T)."""
-    emb = fw.embed(model, x)                                        # (B, T, d)
-    w = weights[..., None] if weights.ndim == 2 else weights        # timestep (B, T) or feature (B, T, d)
-    return np.linalg.norm(emb * w, axis=-1) / np.linalg.norm(emb, axis=-1)
+    return metrics.passed_fraction(fw.embed(model, x), weights)
 
 
 def run_ner(fw: Framework, data: dict, epochs: int, batch_size: int, lr: float, seed: int) -> dict:
@@ -160,23 +158,33 @@ def run_ner(fw: Framework, data: dict, epochs: int, batch_size: int, lr: float, 
 
 # ---- Part B -------------------------------------------------------------------------------------------------
 
+def train_sentiment(fw: Framework, data: dict, pooling: str, use_mask: bool, *, epochs: int, batch_size: int,
+                    lr: float, seed: int, desc: str, embed_init: float | None = None):
+    """Train a ``SentimentClassifier`` on the training part of ``data`` (from ``prepare_sentiment``); returns the
+    model, its training time in seconds and the validation inputs it takes."""
+    tr, va = data["train"], data["val"]
+    fw.seed(seed)
+    model = fw.m.SentimentClassifier(len(data["vocab"]), pooling=pooling, embed_init=embed_init)
+    inputs = (data["X"][tr], data["mask"][tr]) if use_mask else (data["X"][tr],)
+    start = time.perf_counter()
+    fw.m.fit(model, inputs, data["y"][tr], epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, desc=desc)
+    seconds = time.perf_counter() - start
+    return model, seconds, ((data["X"][va], data["mask"][va]) if use_mask else (data["X"][va],))
+
+
 def run_sentiment(fw: Framework, seeds, epochs: int, batch_size: int, lr: float, models=tuple(SENTIMENT_MODELS),
                   embed_init: float | None = None) -> dict:
     runs, showcase = [], None
     for seed in seeds:
         data = course_data.prepare_sentiment(seed)
-        tr, va = data["train"], data["val"]
+        va = data["val"]
         word_ids = [data["vocab"][w] for w in course_data.sentiment_words(data)]
         for name in models:
             pooling, use_mask = SENTIMENT_MODELS[name]
-            fw.seed(seed)
-            model = fw.m.SentimentClassifier(len(data["vocab"]), pooling=pooling, embed_init=embed_init)
-            inputs = (data["X"][tr], data["mask"][tr]) if use_mask else (data["X"][tr],)
-            start = time.perf_counter()
-            fw.m.fit(model, inputs, data["y"][tr], epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
-                     desc=f"{fw.name} · {name} · seed {seed}")
-            row = {"seed": seed, "model": name, "train_seconds": round(time.perf_counter() - start, 1)}
-            args = (data["X"][va], data["mask"][va]) if use_mask else (data["X"][va],)
+            model, seconds, args = train_sentiment(fw, data, pooling, use_mask, epochs=epochs, batch_size=batch_size,
+                                                   lr=lr, seed=seed, desc=f"{fw.name} · {name} · seed {seed}",
+                                                   embed_init=embed_init)
+            row = {"seed": seed, "model": name, "train_seconds": round(seconds, 1)}
             logits, w = fw.call(model, *args, return_weights=True)
             row["val_accuracy"] = float((logits.argmax(-1) == data["y"][va]).mean())
             if w is not None:
