@@ -17,7 +17,7 @@ __all__ = ["setup", "glue", "__version__"]
 
 _LAZY = {
     "scale", "frameworks", "data", "text", "train", "viz", "widgets", "metrics", "checks", "assign",
-    "torch", "keras", "errors", "parity", "session",
+    "torch", "keras", "errors", "parity", "session", "decode", "translation_metrics",
 }
 
 if TYPE_CHECKING:  # pragma: no cover

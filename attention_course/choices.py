@@ -9,7 +9,8 @@ from __future__ import annotations
 from . import validate
 from .errors import ConfigError
 
-__all__ = ["SCORES", "POINTER_ATTENTION", "ACTIVATIONS", "NER_ATTENTION", "POOLING", "score_layer"]
+__all__ = ["SCORES", "POINTER_ATTENTION", "ACTIVATIONS", "NER_ATTENTION", "POOLING", "TRANSLATION_ATTENTION",
+           "score_layer"]
 
 #: The score names ``ScoredAttention`` (and ``Seq2Seq(score=...)``) accept (Chapter 4).
 SCORES = ("dot", "scaled_dot", "general", "concat", "additive")
@@ -21,6 +22,8 @@ ACTIVATIONS = ("softmax", "linear")
 NER_ATTENTION = (None, "feature", "feature_single", "timestep")
 #: How ``SentimentClassifier`` (Chapter 3) summarises the states.
 POOLING = ("last", "attention", "attention_gru")
+#: The decoders of ``Translator`` (Chapter 5): no attention, Bahdanau's, Luong's.
+TRANSLATION_ATTENTION = ("none", "bahdanau", "luong")
 
 _SCORE_CLASSES = {"dot": "DotScore", "scaled_dot": "ScaledDotScore", "general": "GeneralScore",
                   "concat": "ConcatScore", "additive": "AdditiveScore"}

@@ -1,8 +1,9 @@
 """Copy weights between the PyTorch and Keras twins of a model, so the two can be compared exactly.
 
 The twins share sub-layer names (``embed``, ``encoder``, ``out`` …); each sub-layer is converted by type:
-Embedding ↔ Embedding, Linear ↔ Dense (transposed), GRU ↔ GRU (gate order r,z,n ↔ z,r,h, transposed),
-LSTM ↔ LSTM or Bidirectional(LSTM) (same gate order i,f,g,o; transposed; the two biases summed).
+Embedding ↔ Embedding, Linear ↔ Dense (transposed), GRU ↔ GRU or Bidirectional(GRU), GRUCell ↔ GRUCell
+(gate order r,z,n ↔ z,r,h, transposed), LSTM ↔ LSTM or Bidirectional(LSTM) (same gate order i,f,g,o;
+transposed; the two biases summed).
 Both frameworks are imported: use it only when both are on.
 """
 
@@ -12,19 +13,25 @@ import numpy as np
 
 
 def _gru_to_keras(gru) -> list[np.ndarray]:
-    """torch ``nn.GRU`` (1 layer, unidirectional) → Keras GRU(reset_after=True) [kernel, recurrent, bias]."""
-    if gru.num_layers != 1 or gru.bidirectional:
-        raise ValueError("only single-layer unidirectional GRUs are converted")
+    """torch ``nn.GRU`` (1 layer) or ``nn.GRUCell`` → Keras GRU / GRUCell (reset_after=True) [kernel, recurrent,
+    bias], then the backward direction's three for ``Bidirectional`` (forward layer first)."""
+    if type(gru).__name__ == "GRUCell":
+        suffixes = [""]
+    elif gru.num_layers != 1:
+        raise ValueError("only single-layer GRUs are converted")
+    else:
+        suffixes = ["_l0", "_l0_reverse"] if gru.bidirectional else ["_l0"]
 
     def reorder(w):                                     # torch gates r, z, n → keras z, r, h
         r, z, n = np.split(w, 3, axis=0)
         return np.concatenate([z, r, n], axis=0)
 
-    w_ih = reorder(gru.weight_ih_l0.detach().cpu().numpy())   # (3H, in)
-    w_hh = reorder(gru.weight_hh_l0.detach().cpu().numpy())   # (3H, H)
-    b_ih = reorder(gru.bias_ih_l0.detach().cpu().numpy())
-    b_hh = reorder(gru.bias_hh_l0.detach().cpu().numpy())
-    return [w_ih.T, w_hh.T, np.stack([b_ih, b_hh])]
+    weights = []
+    for suffix in suffixes:
+        w = {n: reorder(getattr(gru, f"{n}{suffix}").detach().cpu().numpy())
+             for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")}
+        weights += [w["weight_ih"].T, w["weight_hh"].T, np.stack([w["bias_ih"], w["bias_hh"]])]  # (in, 3H), (H, 3H)
+    return weights
 
 
 def _lstm_to_keras(lstm) -> list[np.ndarray]:
@@ -61,7 +68,7 @@ def torch_to_keras(torch_model, keras_model, example_inputs=None) -> None:
             weights = [module.weight.detach().cpu().numpy().T]
             if module.bias is not None:                 # nn.Linear(bias=False) ↔ Dense(use_bias=False)
                 weights.append(module.bias.detach().cpu().numpy())
-        elif isinstance(module, nn.GRU):
+        elif isinstance(module, nn.GRU | nn.GRUCell):
             weights = _gru_to_keras(module)
         elif isinstance(module, nn.LSTM):
             weights = _lstm_to_keras(module)

@@ -16,6 +16,7 @@ class History:
 
     def __init__(self) -> None:
         self.metrics: dict[str, list[float]] = {}
+        self.best_epoch: int | None = None       # set by ``fit(validation=...)``: the epoch whose weights it kept
 
     def log(self, **values: float) -> None:
         for key, value in values.items():

@@ -12,14 +12,19 @@ from .attention import (
     reference_attention,
     reference_masked_softmax,
 )
+from .decode import *  # noqa: F403  (Chapter 5: one step of beam search)
+from .decode import __all__ as _decode_all
 from .hard import *  # noqa: F403  (Chapter 2: Gumbel-softmax, local attention windows)
 from .hard import __all__ as _hard_all
 from .recurrent import *  # noqa: F403  (Chapter 3: attention pooling, timestep-wise attention)
 from .recurrent import __all__ as _recurrent_all
 from .scores import *  # noqa: F403  (Chapter 4: score functions)
 from .scores import __all__ as _scores_all
+from .translation import *  # noqa: F403  (Chapter 5: one step of Bahdanau's attention)
+from .translation import __all__ as _translation_all
 
 __all__ = [
     "ExerciseError", "attention_average", "masked_softmax", "reference_attention", "reference_masked_softmax",
     *_hard_all, *_recurrent_all, *_scores_all,
+    *_decode_all, *_translation_all,
 ]

@@ -35,6 +35,14 @@ from .loaders import (
 )
 from .prepare import prepare_ner, prepare_sentiment, sentiment_words
 from .registry import Dataset, RemoteFile, get, names
+from .translation import (
+    ParallelArrays,
+    SubwordTokenizer,
+    TranslationData,
+    encode_pairs,
+    length_buckets,
+    translation_pairs,
+)
 
 try:  # synthetic tasks live in their own module; the rest of the package works without it
     from . import synthetic
@@ -49,13 +57,18 @@ __all__ = [
     "DataUnavailableError",
     "Dataset",
     "FileCheck",
+    "ParallelArrays",
     "RemoteFile",
+    "SubwordTokenizer",
     "TaggedSentence",
+    "TranslationData",
     "VerifyReport",
     "cache_dir",
+    "encode_pairs",
     "fetch",
     "file_path",
     "get",
+    "length_buckets",
     "load_multi30k",
     "load_ner",
     "load_sentiment",
@@ -69,5 +82,6 @@ __all__ = [
     "sentiment_words",
     "sha256sum",
     "synthetic",
+    "translation_pairs",
     "verify",
 ]

@@ -81,6 +81,18 @@ def cache_dir() -> Path:
     return Path(pooch.os_cache("attention-course"))
 
 
+def derived_dir() -> Path:
+    """Where what is computed from the data is kept (tokenizer vocabularies, training checkpoints):
+    ``$COURSE_CACHE_DIR``, else the user cache ``attention-course``; never the folder of ``COURSE_DATA_DIR``, which
+    may be a shared or read-only copy of the data."""
+    env = os.environ.get("COURSE_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    import pooch
+
+    return Path(pooch.os_cache("attention-course"))
+
+
 def download_timeout() -> float:
     """The most seconds one download may take: ``$COURSE_DOWNLOAD_TIMEOUT``, default 300."""
     return EnvError.positive(TIMEOUT_VAR, DEFAULT_DOWNLOAD_TIMEOUT_S, float, "the most seconds one download may take")

@@ -6,6 +6,7 @@ Token ids follow :mod:`attention_course.text`: 0 pad, 1 unk, 2 bos, 3 eos, then 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +18,8 @@ FIRST_SYMBOL = 4
 
 __all__ = [
     "SequenceTask", "sequence_task", "one_to_one_task", "one_to_many_task", "many_to_one_task",
-    "many_to_many_task", "FIRST_SYMBOL", "shifted_copy_task",
+    "many_to_many_task", "FIRST_SYMBOL", "shifted_copy_task", "AlignedPairs", "aligned_pair_task",
+    "aligned_pair_lexicon",
 ]
 
 
@@ -120,3 +122,152 @@ def shifted_copy_task(n: int, *, length: int = 32, shift: int = 3, n_symbols: in
     rng = np.random.default_rng(seed)
     x = rng.integers(0, n_symbols, size=(n, length))
     return (x + FIRST_SYMBOL).astype(np.int64), x[:, shift:].astype(np.int64)
+
+
+# ---- Chapter 5: a synthetic language pair with known word alignments ------------------------------------------
+
+_NOUNS = (
+    "cat", "dog", "bird", "horse", "cow", "fish", "mouse", "lion", "bear", "wolf", "fox", "goat", "sheep",
+    "child", "teacher", "doctor", "farmer", "king", "queen", "girl", "boy", "man", "woman", "friend", "baker",
+    "sailor", "soldier", "student", "apple", "book", "table", "chair", "house", "garden", "river", "tree",
+    "stone", "letter", "ship", "car",
+)
+_ADJECTIVES = (
+    "big", "small", "old", "young", "red", "green", "blue", "black", "white", "happy", "sad", "tall", "short",
+    "quiet", "loud", "brave", "clever", "lazy", "kind", "angry", "hungry", "strong", "tired", "rich", "poor",
+)
+_VERBS = (
+    "sees", "likes", "finds", "follows", "helps", "watches", "calls", "meets", "loves", "hates", "pushes",
+    "pulls", "carries", "takes", "paints", "builds", "reads", "writes", "buys", "sells", "feeds", "chases",
+    "visits", "teaches", "knows",
+)
+_DETERMINERS = ("the", "a", "this", "that", "every", "my", "his", "her", "our")
+_DETERMINER_WEIGHTS = (4, 3, 1, 1, 1, 1, 1, 1, 1)
+_ADVERBS = ("often", "never", "quickly", "slowly", "again", "today", "yesterday", "gladly")
+_PREPOSITIONS = ("in", "on", "near", "under", "behind", "with", "from")
+_UNTRANSLATED = frozenset({"a", "an"})        # one-to-zero: the target has no indefinite article
+_TWO_WORD_VERBS = frozenset(_VERBS[::3])       # one-to-many: these verbs become verb + particle
+
+
+@functools.lru_cache(maxsize=1)
+def aligned_pair_lexicon() -> dict[str, tuple[str, ...]]:
+    """The dictionary of :func:`aligned_pair_task`: each source word and its target words (none for ``a`` and
+    ``an``, two for every third verb). The same for every seed: data sets of different seeds share a language."""
+    rng = np.random.default_rng(2017)          # fixed: the language does not depend on the data seed
+    consonants, vowels = "bdfgklmnprstvz", "aeiou"
+    source = (*_NOUNS, *_ADJECTIVES, *_VERBS, *_DETERMINERS, "an", *_ADVERBS, *_PREPOSITIONS)
+    taken = set(source)
+
+    def word(syllables: int) -> str:
+        while True:
+            w = "".join(consonants[rng.integers(len(consonants))] + vowels[rng.integers(len(vowels))]
+                        for _ in range(syllables))
+            if w not in taken:
+                taken.add(w)
+                return w
+
+    lexicon: dict[str, tuple[str, ...]] = {}
+    for src in source:
+        if src in _UNTRANSLATED:
+            lexicon[src] = ()
+        elif src in _TWO_WORD_VERBS:
+            lexicon[src] = (word(2), word(1))
+        else:
+            lexicon[src] = (word(1 if src in _DETERMINERS or src in _PREPOSITIONS else 2),)
+    return lexicon
+
+
+@dataclass(frozen=True)
+class AlignedPairs:
+    """Sentence pairs with gold word alignments: ``source`` and ``target`` space-joined sentences, and for each
+    pair the set of ``(i, j)`` links, source word ``i`` aligned to target word ``j`` (0-based)."""
+
+    source: list[str]
+    target: list[str]
+    alignments: list[set[tuple[int, int]]]
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    def subset(self, index) -> AlignedPairs:
+        """The pairs at ``index`` (a slice, a boolean mask or integer indices)."""
+        keep = np.atleast_1d(np.arange(len(self))[index])
+        return AlignedPairs([self.source[k] for k in keep], [self.target[k] for k in keep],
+                            [set(self.alignments[k]) for k in keep])
+
+
+def _noun_phrase(rng: np.random.Generator, max_adjectives: int) -> list[tuple[str, str]]:
+    """determiner? adjective* noun, as (word, part of speech) pairs."""
+    words = []
+    if rng.random() < 0.7:
+        p = np.asarray(_DETERMINER_WEIGHTS, float)
+        words.append((_DETERMINERS[rng.choice(len(_DETERMINERS), p=p / p.sum())], "det"))
+    n_adj = min(int(rng.choice(3, p=[0.5, 0.3, 0.2])), max_adjectives)
+    for k in rng.choice(len(_ADJECTIVES), size=n_adj, replace=False):
+        words.append((_ADJECTIVES[k], "adj"))
+    words.append((_NOUNS[rng.integers(len(_NOUNS))], "noun"))
+    return words
+
+
+def _translate_phrase(phrase: list[tuple[int, str, str]]) -> list[int]:
+    """Source positions of a noun phrase in target order: determiner, noun, then the adjectives mirrored."""
+    det = [i for i, _, pos in phrase if pos == "det"]
+    adj = [i for i, _, pos in phrase if pos == "adj"]
+    noun = [i for i, _, pos in phrase if pos == "noun"]
+    return det + noun + adj[::-1]
+
+
+def aligned_pair_task(n: int, *, seed: int = 0, min_len: int = 3, max_len: int = 12) -> AlignedPairs:
+    """``n`` sentence pairs of a synthetic language pair whose word alignments are known, to test whether
+    attention is alignment (Koehn & Knowles, "Six Challenges for Neural Machine Translation", 2017).
+
+    The source is English-like SVO: determiner? adjective* noun, verb, determiner? adjective* noun, then
+    optionally a prepositional phrase or an adverb (3 to 13 words; ``min_len..max_len`` kept). The target (a
+    Basque-like order) translates word by word with :func:`aligned_pair_lexicon` and reorders: nouns before their
+    adjectives (mirrored: "big black cat" -> cat black big), postpositions, and the verb last (S O X V). The
+    article "a"/"an" has no translation (one-to-zero) and every third verb becomes two words (one-to-many).
+    """
+    if not 3 <= min_len <= max_len <= 13:
+        raise ConfigError(f"need 3 <= min_len <= max_len <= 13 (the grammar's sentence lengths), got "
+                          f"min_len={min_len}, max_len={max_len}")
+    lexicon = aligned_pair_lexicon()
+    rng = np.random.default_rng(seed)
+    sources: list[str] = []
+    targets: list[str] = []
+    alignments: list[set[tuple[int, int]]] = []
+    while len(sources) < n:
+        parts: list[tuple[str, list[tuple[str, str]]]] = [
+            ("subj", _noun_phrase(rng, 2)), ("verb", [(_VERBS[rng.integers(len(_VERBS))], "verb")]),
+            ("obj", _noun_phrase(rng, 2))]
+        extra = rng.random()
+        if extra < 0.35:
+            parts.append(("pp", [(_PREPOSITIONS[rng.integers(len(_PREPOSITIONS))], "prep")]
+                          + _noun_phrase(rng, 1)))
+        elif extra < 0.6:
+            parts.append(("adv", [(_ADVERBS[rng.integers(len(_ADVERBS))], "adv")]))
+        words = [w for _, phrase in parts for w, _ in phrase]
+        words = ["an" if w == "a" and nxt[:1] in ("a", "e", "i", "o", "u") else w
+                 for w, nxt in zip(words, [*words[1:], ""], strict=True)]
+        if not min_len <= len(words) <= max_len:
+            continue
+        indexed: dict[str, list[tuple[int, str, str]]] = {}
+        i = 0
+        for role, phrase in parts:
+            indexed[role] = [(i + k, w, pos) for k, (w, pos) in enumerate(phrase)]
+            i += len(phrase)
+        order = _translate_phrase(indexed["subj"]) + _translate_phrase(indexed["obj"])
+        if "pp" in indexed:                              # postposition: the noun phrase, then the adposition
+            order += _translate_phrase(indexed["pp"][1:]) + [indexed["pp"][0][0]]
+        if "adv" in indexed:
+            order.append(indexed["adv"][0][0])
+        order.append(indexed["verb"][0][0])              # verb-final
+        target: list[str] = []
+        links: set[tuple[int, int]] = set()
+        for src_i in order:
+            for tgt_word in lexicon[words[src_i]]:
+                links.add((src_i, len(target)))
+                target.append(tgt_word)
+        sources.append(" ".join(words))
+        targets.append(" ".join(target))
+        alignments.append(links)
+    return AlignedPairs(sources, targets, alignments)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import pickle
+from pathlib import Path
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -27,20 +31,34 @@ def _masked_loss_and_hits(y, logits, ignore_index):
 
 
 def fit(model: keras.Model, inputs, targets, *, epochs: int, batch_size: int = 64, lr: float = 1e-3,
-        ignore_index: int | None = None, seed: int = 0, desc: str | None = None) -> History:
+        ignore_index: int | None = None, seed: int = 0, desc: str | None = None, clip_norm: float | None = None,
+        validation: tuple | None = None, checkpoint: str | os.PathLike | None = None) -> History:
     """Train ``model(*inputs)`` with Adam on cross-entropy against integer ``targets``.
 
     inputs: a tuple of arrays with the examples on axis 0; targets (n,) or (n, T) class ids;
     positions whose target equals ``ignore_index`` (padding) are left out of the loss and accuracy.
-    Returns the per-epoch history (loss, accuracy).
+    ``clip_norm`` clips the gradients' global norm. ``validation`` = (inputs, targets) adds ``val_loss`` to the
+    history and, at the end, puts back the weights of the epoch with the lowest one. ``checkpoint`` (a file)
+    is written after every epoch; a run that finds it resumes after the epoch it holds.
+    Returns the per-epoch history (loss, accuracy[, val_loss]).
     """
     n = validate.examples(inputs, targets)                      # as many examples in each
     epochs, batch_size = validate.sizes(epochs=epochs, batch_size=batch_size)
     validate.positive("lr", lr)
-    optimizer = keras.optimizers.Adam(learning_rate=lr)
+    if clip_norm is not None:
+        validate.positive("clip_norm", clip_norm)
+    optimizer = keras.optimizers.Adam(learning_rate=lr, global_clipnorm=clip_norm)
     logits = model(*[a[:2] for a in inputs])             # build the variables eagerly
     validate.targets(targets, (n, *logits.shape[1:]), ignore_index)
     optimizer.build(model.trainable_variables)
+    history, best, done = History(), None, 0
+    if checkpoint is not None and Path(checkpoint).exists():     # resume an interrupted run
+        with open(checkpoint, "rb") as f:
+            saved = pickle.load(f)
+        model.set_weights(saved["model"])
+        for variable, value in zip(optimizer.variables, saved["optimizer"], strict=True):
+            variable.assign(value)
+        history.metrics, best, done = saved["history"], saved["best"], saved["epoch"]
 
     @tf.function(reduce_retracing=True)
     def train_step(xs, y):
@@ -54,11 +72,12 @@ def fit(model: keras.Model, inputs, targets, *, epochs: int, batch_size: int = 6
         optimizer.apply(grads, model.trainable_variables)
         return loss, hits, count
 
-    history = History()
     rng = np.random.default_rng(seed)
-    steps = epochs * ((n + batch_size - 1) // batch_size)
+    for _ in range(done):                                        # the same shuffles as an unbroken run
+        rng.permutation(n)
+    steps = (epochs - done) * ((n + batch_size - 1) // batch_size)
     with course_inputs.graph_errors(), progress(total=steps, desc=desc or "keras") as bar:
-        for _ in range(epochs):
+        for epoch in range(done, epochs):
             total, correct, count = 0.0, 0, 0
             for idx in batches(n, batch_size, rng):
                 xs = tuple(tf.convert_to_tensor(a[idx]) for a in inputs)
@@ -68,8 +87,45 @@ def fit(model: keras.Model, inputs, targets, *, epochs: int, batch_size: int = 6
                 count += int(kept)
                 bar.update(1)
             history.log(loss=total / n, accuracy=correct / max(count, 1))
+            if validation is not None:
+                val_loss = evaluate_loss(model, *validation, ignore_index=ignore_index, batch_size=batch_size)
+                history.log(val_loss=val_loss)
+                if best is None or val_loss < best["val_loss"]:
+                    best = {"val_loss": val_loss, "epoch": epoch + 1, "model": model.get_weights()}
             bar.set_postfix(loss=f"{total / n:.3f}", acc=f"{correct / max(count, 1):.3f}")
+            if checkpoint is not None:
+                _save({"model": model.get_weights(), "optimizer": [np.asarray(v) for v in optimizer.variables],
+                       "history": history.metrics, "best": best, "epoch": epoch + 1}, Path(checkpoint))
+    if best is not None:
+        model.set_weights(best["model"])                         # the epoch with the lowest validation loss
+        history.best_epoch = best["epoch"]
     return history
+
+
+def _save(state: dict, path: Path) -> None:
+    """Write a checkpoint atomically: a half-written file never replaces a good one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(path.name + ".part")
+    try:
+        with open(part, "wb") as f:
+            pickle.dump(state, f)
+        os.replace(part, path)
+    finally:
+        part.unlink(missing_ok=True)
+
+
+def evaluate_loss(model: keras.Model, inputs, targets, *, ignore_index: int | None = None,
+                  batch_size: int = 256) -> float:
+    """Mean cross-entropy per target token of ``model(*inputs)`` (``ignore_index`` left out), in inference mode."""
+    n = validate.examples(inputs, targets)
+    total, count = 0.0, 0
+    for i in range(0, n, batch_size):
+        logits = model(*[a[i:i + batch_size] for a in inputs], training=False)
+        y = tf.convert_to_tensor(targets[i:i + batch_size])
+        loss, _, kept = _masked_loss_and_hits(y, logits, ignore_index)
+        total += float(loss) * int(kept)
+        count += int(kept)
+    return total / max(count, 1)
 
 
 def predict(model: keras.Model, inputs, batch_size: int = 512) -> np.ndarray:

@@ -11,10 +11,12 @@ from .recurrent import *  # noqa: F403  (Chapter 3)
 from .recurrent import __all__ as _recurrent_all
 from .scores import *  # noqa: F403  (Chapter 4)
 from .scores import __all__ as _scores_all
-from .train import accuracy, device, fit, predict
+from .train import accuracy, device, evaluate_loss, fit, predict
+from .translation import *  # noqa: F403  (Chapter 5)
+from .translation import __all__ as _translation_all
 
 __all__ = [
     "DotProductAttention", "masked_softmax", "OneToOne", "OneToMany", "ManyToOne", "ManyToMany", "Seq2Seq",
-    "fit", "predict", "accuracy", "device",
-    *_hard_all, *_pointer_all, *_recurrent_all, *_scores_all,
+    "fit", "predict", "accuracy", "device", "evaluate_loss",
+    *_hard_all, *_pointer_all, *_recurrent_all, *_scores_all, *_translation_all,
 ]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
 import torch
 from torch import nn
@@ -20,26 +23,40 @@ def _tensors(arrays, dev):
 
 
 def fit(model: nn.Module, inputs, targets, *, epochs: int, batch_size: int = 64, lr: float = 1e-3,
-        ignore_index: int | None = None, seed: int = 0, desc: str | None = None) -> History:
+        ignore_index: int | None = None, seed: int = 0, desc: str | None = None, clip_norm: float | None = None,
+        validation: tuple | None = None, checkpoint: str | os.PathLike | None = None) -> History:
     """Train ``model(*inputs)`` with Adam on cross-entropy against integer ``targets``.
 
     inputs: a tuple of arrays with the examples on axis 0; targets (n,) or (n, T) class ids;
     positions whose target equals ``ignore_index`` (padding) are left out of the loss and accuracy.
-    Returns the per-epoch history (loss, accuracy).
+    ``clip_norm`` clips the gradients' global norm. ``validation`` = (inputs, targets) adds ``val_loss`` to the
+    history and, at the end, puts back the weights of the epoch with the lowest one. ``checkpoint`` (a file)
+    is written after every epoch; a run that finds it resumes after the epoch it holds.
+    Returns the per-epoch history (loss, accuracy[, val_loss]).
     """
     n = validate.examples(inputs, targets)                                  # as many examples in each
     epochs, batch_size = validate.sizes(epochs=epochs, batch_size=batch_size)
     validate.positive("lr", lr)
+    if clip_norm is not None:
+        validate.positive("clip_norm", clip_norm)
     dev = device()
     model.to(dev).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     loss_fn = nn.CrossEntropyLoss(ignore_index=-100 if ignore_index is None else ignore_index)
-    history = History()
+    history, best, done = History(), None, 0
+    if checkpoint is not None and Path(checkpoint).exists():                 # resume an interrupted run
+        saved = torch.load(checkpoint, map_location=dev, weights_only=False)
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        history.metrics, best, done = saved["history"], saved["best"], saved["epoch"]
     rng = np.random.default_rng(seed)
+    for _ in range(done):                                                    # the same shuffles as an unbroken run
+        rng.permutation(n)
     checked = False
-    steps = epochs * ((n + batch_size - 1) // batch_size)
+    steps = (epochs - done) * ((n + batch_size - 1) // batch_size)
     with progress(total=steps, desc=desc or "pytorch") as bar:
-        for _ in range(epochs):
+        for epoch in range(done, epochs):
+            model.train()
             total, correct, count = 0.0, 0, 0
             for idx in batches(n, batch_size, rng):
                 *xs, y = _tensors([a[idx] for a in inputs] + [targets[idx]], dev)
@@ -50,6 +67,8 @@ def fit(model: nn.Module, inputs, targets, *, epochs: int, batch_size: int = 64,
                 loss = loss_fn(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
                 optimizer.zero_grad()
                 loss.backward()
+                if clip_norm is not None:
+                    nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
                 optimizer.step()
                 keep = y != ignore_index if ignore_index is not None else torch.ones_like(y, dtype=torch.bool)
                 correct += int(((logits.argmax(-1) == y) & keep).sum())
@@ -57,9 +76,49 @@ def fit(model: nn.Module, inputs, targets, *, epochs: int, batch_size: int = 64,
                 total += loss.item() * len(idx)
                 bar.update(1)
             history.log(loss=total / n, accuracy=correct / max(count, 1))
+            if validation is not None:
+                val_loss = evaluate_loss(model, *validation, ignore_index=ignore_index, batch_size=batch_size)
+                history.log(val_loss=val_loss)
+                if best is None or val_loss < best["val_loss"]:
+                    best = {"val_loss": val_loss, "epoch": epoch + 1,
+                            "model": {k: v.detach().clone() for k, v in model.state_dict().items()}}
             bar.set_postfix(loss=f"{total / n:.3f}", acc=f"{correct / max(count, 1):.3f}")
+            if checkpoint is not None:
+                _save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "history": history.metrics,
+                       "best": best, "epoch": epoch + 1}, Path(checkpoint))
+    if best is not None:
+        model.load_state_dict(best["model"])                         # the epoch with the lowest validation loss
+        history.best_epoch = best["epoch"]
     model.eval()
     return history
+
+
+def _save(state: dict, path: Path) -> None:
+    """Write a checkpoint atomically: a half-written file never replaces a good one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(path.name + ".part")
+    try:
+        torch.save(state, part)
+        os.replace(part, path)
+    finally:
+        part.unlink(missing_ok=True)
+
+
+@torch.no_grad()
+def evaluate_loss(model: nn.Module, inputs, targets, *, ignore_index: int | None = None,
+                  batch_size: int = 256) -> float:
+    """Mean cross-entropy per target token of ``model(*inputs)`` (``ignore_index`` left out), in eval mode."""
+    n = validate.examples(inputs, targets)
+    dev = device()
+    model.to(dev).eval()
+    loss_fn = nn.CrossEntropyLoss(ignore_index=-100 if ignore_index is None else ignore_index, reduction="sum")
+    total, count = 0.0, 0
+    for i in range(0, n, batch_size):
+        *xs, y = _tensors([a[i:i + batch_size] for a in inputs] + [targets[i:i + batch_size]], dev)
+        logits = model(*xs)
+        total += float(loss_fn(logits.reshape(-1, logits.shape[-1]), y.reshape(-1)))
+        count += int((y != ignore_index).sum()) if ignore_index is not None else y.numel()
+    return total / max(count, 1)
 
 
 @torch.no_grad()

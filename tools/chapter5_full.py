@@ -1,0 +1,74 @@
+r"""Chapter 5's results table: train the chapter's three translators (no attention, Bahdanau, Luong) and write
+book/05-neural-machine-translation/results/<size>-<framework>.json: sacreBLEU's BLEU and chrF on the test split
+(greedy and beam 5), BLEU in each source-length bucket, parameters, training time per epoch and the hardware.
+The experiment is ``attention_course.experiments.chapter5`` (the notebook calls the same functions).
+
+    COURSE_DATA_DIR=/path/to/data .venv/bin/python tools/chapter5_full.py --size cpu    # spa-eng, reduced, on a CPU
+    COURSE_DATA_DIR=/path/to/data .venv/bin/python tools/chapter5_full.py --size full   # Multi30k de→en, a GPU
+
+Checkpoints go to build/chapter5/<size>-<framework>-<model>-seed<seed>.ckpt after every epoch; an interrupted
+run started again resumes from them (delete them to start over).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from attention_course._quiet import quiet_frameworks  # noqa: E402
+
+quiet_frameworks()
+from attention_course.experiments import chapter5  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", choices=sorted(chapter5.SIZES), default="cpu")
+    parser.add_argument("--framework", choices=("pytorch", "keras"), default="pytorch")
+    parser.add_argument("--seeds", default="0", help="comma-separated training seeds")
+    parser.add_argument("--models", default=",".join(chapter5.MODELS), help="comma-separated model names")
+    parser.add_argument("--out", type=Path, default=ROOT / "book/05-neural-machine-translation/results")
+    args = parser.parse_args(argv)
+
+    import attention_course as ac
+
+    fw = ac.torch if args.framework == "pytorch" else ac.keras
+    sizes = chapter5.SIZES[args.size]
+    data = chapter5.corpus(sizes)
+    results = {"command": "tools/chapter5_full.py " + " ".join(map(shlex.quote, argv or sys.argv[1:])),
+               "size": args.size, "sizes": sizes, "framework": args.framework, "hardware": chapter5.hardware(),
+               "date": time.strftime("%Y-%m-%d"), "pairs": {"train": data.train.n, "val": data.val.n,
+                                                             "test": data.test.n}, "runs": []}
+    out = args.out / f"{args.size}-{args.framework}.json"
+    for seed in [int(s) for s in args.seeds.split(",")]:
+        for name in args.models.split(","):
+            model = chapter5.build(fw, data, chapter5.MODELS[name], sizes, seed=seed)
+            ckpt = ROOT / "build/chapter5" / f"{args.size}-{args.framework}-{chapter5.MODELS[name]}-seed{seed}.ckpt"
+            start = time.perf_counter()
+            history = chapter5.train(fw, model, data, sizes, seed=seed, checkpoint=ckpt, desc=name)
+            seconds = time.perf_counter() - start
+            run = {"model": name, "seed": seed, "parameters": chapter5.parameters(model),
+                   "train_seconds": seconds, "epochs": len(history), "best_epoch": history.best_epoch,
+                   "history": history.metrics}
+            for beam in (1, 5):
+                start = time.perf_counter()
+                hyps, _ = chapter5.translate(model, data, beam=beam, alpha=0.6 if beam > 1 else 0.0)
+                run[f"beam{beam}"] = {**chapter5.evaluate(hyps, data), "decode_seconds": time.perf_counter() - start,
+                                      "examples": hyps[:5]}
+            results["runs"].append(run)
+            print(f"{name} seed {seed}: BLEU {run['beam1']['bleu']:.1f} (greedy), {run['beam5']['bleu']:.1f} "
+                  f"(beam 5), {seconds:.0f} s", flush=True)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
