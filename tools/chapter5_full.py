@@ -1,6 +1,7 @@
 r"""Chapter 5's results table: train the chapter's three translators (no attention, Bahdanau, Luong) and write
 book/05-neural-machine-translation/results/<size>-<framework>.json: sacreBLEU's BLEU and chrF on the test split
-(greedy and beam 5), BLEU in each source-length bucket, parameters, training time per epoch and the hardware.
+(greedy and beam 5), BLEU in each source-length bucket, over- and under-translation on long sentences with and
+without GNMT's coverage penalty, parameters, training time per epoch and the hardware.
 The experiment is ``attention_course.experiments.chapter5`` (the notebook calls the same functions).
 
     COURSE_DATA_DIR=/path/to/data .venv/bin/python tools/chapter5_full.py --size cpu    # spa-eng, reduced, on a CPU
@@ -25,6 +26,8 @@ from attention_course._quiet import quiet_frameworks  # noqa: E402
 
 quiet_frameworks()
 from attention_course.experiments import chapter5  # noqa: E402
+
+COVERAGE_BETAS = (0.0, 0.2, 0.5, 1.0)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,7 +55,9 @@ def main(argv: list[str] | None = None) -> int:
             ckpt = ROOT / "build/chapter5" / f"{args.size}-{args.framework}-{chapter5.MODELS[name]}-seed{seed}.ckpt"
             start = time.perf_counter()
             history = chapter5.train(fw, model, data, sizes, seed=seed, checkpoint=ckpt, desc=name)
-            seconds = time.perf_counter() - start
+            clock = ckpt.with_name(ckpt.name + ".seconds")            # training time summed over resumed runs
+            seconds = time.perf_counter() - start + (float(clock.read_text()) if clock.exists() else 0.0)
+            clock.write_text(f"{seconds}\n")
             run = {"model": name, "seed": seed, "parameters": chapter5.parameters(model),
                    "train_seconds": seconds, "epochs": len(history), "best_epoch": history.best_epoch,
                    "history": history.metrics}
@@ -61,6 +66,11 @@ def main(argv: list[str] | None = None) -> int:
                 hyps, _ = chapter5.translate(model, data, beam=beam, alpha=0.6 if beam > 1 else 0.0)
                 run[f"beam{beam}"] = {**chapter5.evaluate(hyps, data), "decode_seconds": time.perf_counter() - start,
                                       "examples": hyps[:5]}
+            if chapter5.MODELS[name] != "none":                 # GNMT's coverage penalty against over/under-translation
+                run["coverage"] = []
+                for beta in COVERAGE_BETAS:
+                    hyps, found = chapter5.translate(model, data, beam=5, alpha=0.6, beta=beta)
+                    run["coverage"].append({"beta": beta, **chapter5.coverage_report(hyps, found, data)})
             results["runs"].append(run)
             print(f"{name} seed {seed}: BLEU {run['beam1']['bleu']:.1f} (greedy), {run['beam5']['bleu']:.1f} "
                   f"(beam 5), {seconds:.0f} s", flush=True)

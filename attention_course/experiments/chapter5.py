@@ -22,7 +22,7 @@ from ..data.translation import ParallelArrays, SubwordTokenizer, encode_pairs, t
 from ..text import BOS, EOS, PAD, Vocab
 
 __all__ = ["SIZES", "MODELS", "LENGTH_EDGES", "Corpus", "corpus", "build", "train", "translate", "evaluate",
-           "parameters", "AlignmentTask", "alignment_task", "alignment_report", "hardware"]
+           "parameters", "coverage_report", "AlignmentTask", "alignment_task", "alignment_report", "hardware"]
 
 #: Sizes of each run: data, vocabularies, model, training.
 SIZES: dict[str, dict[str, Any]] = {
@@ -128,6 +128,20 @@ def parameters(model) -> int:
     if hasattr(model, "count_params"):
         return int(model.count_params())
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def coverage_report(hypotheses: list[str], found: decode.Decoded, data: Corpus, long_from: int = 10) -> dict:
+    """Over- and under-translation on the test sentences of at least ``long_from`` source words: source pieces
+    whose total attention is below 0.5 ("dropped") or above 1.5 ("repeated") (Tu et al. 2016), words of the
+    output repeated beyond the reference, reference words missing from the output, and BLEU on those sentences."""
+    long = [i for i, n in enumerate(data.test_lengths) if n >= long_from]
+    refs = [data.test_pairs[i][1] for i in long]
+    hyps = [hypotheses[i] for i in long]
+    weights = [] if found.attention is None else [
+        found.attention[i][:, :int(data.test.src_mask[i].sum())] for i in long]
+    counts = tm.coverage_counts(weights) if weights else {"dropped": 0, "repeated": 0, "source_tokens": 0}
+    return {"sentences": len(long), **counts, "repeated_words": tm.repeated_words(hyps, refs),
+            "missing_words": tm.missing_words(hyps, refs), "bleu": tm.bleu(hyps, refs).score}
 
 
 @dataclass
