@@ -17,7 +17,6 @@ from attention_course.data import (
     SubwordTokenizer,
     TranslationData,
     encode_pairs,
-    length_buckets,
     translation_pairs,
 )
 from attention_course.errors import ConfigError, InputError
@@ -366,18 +365,3 @@ def test_parallel_arrays_subset(spa, toks):
     np.testing.assert_array_equal(part.tgt_out[1], arrays.tgt_out[1])
     assert arrays.subset(slice(0, 10)).n == 10 and arrays.subset(arrays.src_lengths > 5).n > 0
     assert arrays.subset(4).src.shape == (1, 30)
-
-
-# --------------------------------------------------------------------------------------------------
-# length_buckets
-# --------------------------------------------------------------------------------------------------
-def test_length_buckets():
-    labels = length_buckets(np.array([1, 4, 5, 8, 9, 40]), [1, 5, 9])
-    assert labels.tolist() == ["1-4", "1-4", "5-8", "5-8", "9+", "9+"]
-    assert length_buckets([2, 3, 7], (2, 3, 4)).tolist() == ["2", "3", "4+"]
-    assert length_buckets([], [1]).shape == (0,)
-    with pytest.raises(InputError, match="below"):
-        length_buckets([0, 3], [1, 5])
-    for bad in ([], [5, 1], [1.5, 3], [[1, 2]]):
-        with pytest.raises(ConfigError):
-            length_buckets([3], bad)

@@ -40,7 +40,6 @@ from .translation import (
     SubwordTokenizer,
     TranslationData,
     encode_pairs,
-    length_buckets,
     translation_pairs,
 )
 
@@ -68,7 +67,6 @@ __all__ = [
     "fetch",
     "file_path",
     "get",
-    "length_buckets",
     "load_multi30k",
     "load_ner",
     "load_sentiment",

@@ -39,7 +39,6 @@ __all__ = [
     "SubwordTokenizer",
     "TranslationData",
     "encode_pairs",
-    "length_buckets",
     "translation_pairs",
 ]
 
@@ -406,23 +405,3 @@ def encode_pairs(
         src_lengths[row] = len(s) + 1
     src_mask = np.arange(max_src)[None, :] < src_lengths[:, None]
     return ParallelArrays(src, src_mask, tgt_in, tgt_out, src_lengths), kept
-
-
-def length_buckets(lengths: Any, edges: Sequence[int]) -> np.ndarray:
-    """The bucket label of each length; ``edges`` are the buckets' increasing lower bounds.
-
-    >>> length_buckets([1, 4, 5, 12], edges=[1, 5, 9])
-    array(['1-4', '1-4', '5-8', '9+'], dtype='<U3')
-    """
-    import numpy as np
-
-    e = np.asarray(edges)
-    if e.ndim != 1 or e.size == 0 or not np.issubdtype(e.dtype, np.integer) or np.any(np.diff(e) <= 0):
-        raise ConfigError(f"edges must be a non-empty increasing list of integers, got {edges!r}")
-    x = np.asarray(lengths)
-    if x.size and x.min() < e[0]:
-        raise InputError(f"length {x.min()} is below the first bucket edge {e[0]}")
-    b = e.tolist()
-    labels = [f"{lo}" if hi - 1 == lo else f"{lo}-{hi - 1}" for lo, hi in zip(b[:-1], b[1:], strict=True)]
-    labels.append(f"{b[-1]}+")
-    return np.asarray(labels)[np.searchsorted(e, x, side="right") - 1]
