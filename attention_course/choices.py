@@ -10,7 +10,7 @@ from . import validate
 from .errors import ConfigError
 
 __all__ = ["SCORES", "POINTER_ATTENTION", "ACTIVATIONS", "NER_ATTENTION", "POOLING", "TRANSLATION_ATTENTION",
-           "score_layer"]
+           "CAPTION_ATTENTION", "score_layer"]
 
 #: The score names ``ScoredAttention`` (and ``Seq2Seq(score=...)``) accept (Chapter 4).
 SCORES = ("dot", "scaled_dot", "general", "concat", "additive")
@@ -24,6 +24,8 @@ NER_ATTENTION = (None, "feature", "feature_single", "timestep")
 POOLING = ("last", "attention", "attention_gru")
 #: The decoders of ``Translator`` (Chapter 5): no attention, Bahdanau's, Luong's.
 TRANSLATION_ATTENTION = ("none", "bahdanau", "luong")
+#: The attention of ``Captioner`` (Chapter 6): none (Show and Tell), the mean of the grid, soft, hard.
+CAPTION_ATTENTION = ("none", "mean", "soft", "hard")
 
 _SCORE_CLASSES = {"dot": "DotScore", "scaled_dot": "ScaledDotScore", "general": "GeneralScore",
                   "concat": "ConcatScore", "additive": "AdditiveScore"}

@@ -3,7 +3,8 @@
 The twins share sub-layer names (``embed``, ``encoder``, ``out`` …); each sub-layer is converted by type:
 Embedding ↔ Embedding, Linear ↔ Dense (transposed), GRU ↔ GRU or Bidirectional(GRU), GRUCell ↔ GRUCell
 (gate order r,z,n ↔ z,r,h, transposed), LSTM ↔ LSTM or Bidirectional(LSTM) (same gate order i,f,g,o;
-transposed; the two biases summed).
+transposed; the two biases summed), LSTMCell ↔ LSTMCell, Conv2d ↔ Conv2D (channels last),
+BatchNorm2d ↔ BatchNormalization (compare in evaluation mode).
 Both frameworks are imported: use it only when both are on.
 """
 
@@ -72,6 +73,16 @@ def torch_to_keras(torch_model, keras_model, example_inputs=None) -> None:
             weights = _gru_to_keras(module)
         elif isinstance(module, nn.LSTM):
             weights = _lstm_to_keras(module)
+        elif isinstance(module, nn.LSTMCell):                 # same gate order i, f, g, o; the two biases summed
+            weights = [module.weight_ih.detach().cpu().numpy().T, module.weight_hh.detach().cpu().numpy().T,
+                       (module.bias_ih + module.bias_hh).detach().cpu().numpy()]
+        elif isinstance(module, nn.BatchNorm2d):              # γ, β, running mean and variance
+            weights = [t.detach().cpu().numpy() for t in (module.weight, module.bias, module.running_mean,
+                                                           module.running_var)]
+        elif isinstance(module, nn.Conv2d):                   # (out, in, kh, kw) → (kh, kw, in, out)
+            weights = [module.weight.detach().cpu().numpy().transpose(2, 3, 1, 0)]
+            if module.bias is not None:
+                weights.append(module.bias.detach().cpu().numpy())
         elif type(module).__module__.startswith("torch.nn"):  # pragma: no cover
             raise TypeError(f"no conversion for {type(module).__name__} ({name}): add one to parity.py")
         else:                                           # a course module: recurse by sub-layer name

@@ -17,7 +17,7 @@ CHECKERS = {
     "attention_average": "query", "masked_softmax": "scores", "gumbel_softmax_sample": "logits",
     "local_p_weights": "scores", "attention_pooling": "states", "timestep_attention": "x",
     "scaled_dot_attention": "query", "general_score": "query", "concat_score": "query", "additive_score": "query",
-    "beam_step": "log_probs", "bahdanau_attention": "s_prev",
+    "beam_step": "log_probs", "bahdanau_attention": "s_prev", "visual_attention": "h_prev", "correctness": "alpha",
 }
 
 

@@ -1,0 +1,168 @@
+"""Chapter 6's experiment: captioners trained on scenes of handwritten digits, their captions, BLEU and attention
+correctness.
+
+The notebook (quick profile) and ``tools/chapter6_full.py`` (the results table) both call these functions, so the
+book and the command measure the same thing. Importing this module loads no framework: the functions take the
+framework's module (``ac.torch`` or ``ac.keras``) as an argument.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from .. import captioning_metrics as cm
+from .. import decode, session
+from ..data.scenes import DIGIT_WORDS, Scenes, digit_scenes
+from ..text import BOS, EOS, Vocab, pad_batch
+from .chapter5 import hardware, parameters
+
+__all__ = ["SIZES", "MODELS", "CaptionData", "corpus", "build", "train", "caption", "bleu_scores",
+           "teacher_forced_attention", "correctness", "parameters", "hardware"]
+
+#: Sizes of each run: scenes, model, training.
+SIZES: dict[str, dict[str, Any]] = {
+    "quick": {"n_train": 2000, "n_test": 300, "canvas": 48, "embed": 32, "hidden": 128, "dim": 64, "units": 64,
+              "epochs": 6, "batch_size": 64, "lr": 3e-3},
+    "cpu": {"n_train": 8000, "n_test": 1000, "canvas": 48, "embed": 64, "hidden": 256, "dim": 64, "units": 128,
+            "epochs": 15, "batch_size": 64, "lr": 2e-3},
+    "full": {"n_train": 30000, "n_test": 2000, "canvas": 48, "embed": 128, "hidden": 512, "dim": 128, "units": 256,
+             "epochs": 30, "batch_size": 128, "lr": 1e-3},
+}
+#: The chapter's captioners: name → ``Captioner`` arguments and the training's regularisers.
+MODELS: dict[str, dict[str, Any]] = {
+    "Show and Tell": {"attention": "none"},
+    "mean pooling": {"attention": "mean"},
+    "soft": {"attention": "soft"},
+    "soft, no gate": {"attention": "soft", "gate": False},
+    "soft, λ = 1": {"attention": "soft", "doubly_stochastic": 1.0},
+    "hard": {"attention": "hard", "gate": False, "entropy": 0.01},
+}
+
+
+@dataclass
+class CaptionData:
+    """Training and test scenes, the caption vocabulary, and the captions as padded ids:
+    ``*_in`` (n, T) = BOS + caption, ``*_out`` (n, T) = caption + EOS."""
+
+    train: Scenes
+    test: Scenes
+    vocab: Vocab
+    train_in: np.ndarray
+    train_out: np.ndarray
+    test_in: np.ndarray
+    test_out: np.ndarray
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        """(gh, gw): the attention grid of the encoder (one cell per 8 × 8 pixels)."""
+        return self.train.images.shape[1] // 8, self.train.images.shape[2] // 8
+
+
+def _ids(scenes: Scenes, vocab: Vocab) -> tuple[np.ndarray, np.ndarray]:
+    ids = [vocab.encode(c.split()) for c in scenes.captions]
+    return pad_batch([[BOS, *x] for x in ids]).ids, pad_batch([[*x, EOS] for x in ids]).ids
+
+
+def corpus(sizes: dict[str, Any], seed: int = 0) -> CaptionData:
+    """Scenes from the training scans and from the held-out scans (seeded), and a word vocabulary of the training
+    captions. Training and test captions are padded to the same width."""
+    train = digit_scenes(sizes["n_train"], split="train", canvas=sizes["canvas"], seed=seed)
+    test = digit_scenes(sizes["n_test"], split="test", canvas=sizes["canvas"], seed=seed + 10_000)
+    vocab = Vocab.build([c.split() for c in train.captions])
+    (tr_in, tr_out), (te_in, te_out) = _ids(train, vocab), _ids(test, vocab)
+    width = max(tr_in.shape[1], te_in.shape[1])
+    pad = lambda a: np.pad(a, ((0, 0), (0, width - a.shape[1])))
+    return CaptionData(train, test, vocab, pad(tr_in), pad(tr_out), pad(te_in), pad(te_out))
+
+
+def build(fw: ModuleType, data: CaptionData, sizes: dict[str, Any], *, attention: str, gate: bool = True,
+          seed: int = 0, **_):
+    """A ``Captioner`` of framework ``fw`` (``ac.torch`` or ``ac.keras``), seeded. Extra keys (a ``MODELS``
+    entry's regularisers) are ignored, so ``build(fw, data, sizes, **MODELS[name])`` works."""
+    session.seed_everything(seed)
+    return fw.Captioner(len(data.vocab), attention, gate=gate, embed=sizes["embed"], hidden=sizes["hidden"],
+                        dim=sizes["dim"], units=sizes["units"])
+
+
+def train(fw: ModuleType, model, data: CaptionData, sizes: dict[str, Any], *, seed: int = 0,
+          doubly_stochastic: float = 0.0, entropy: float = 0.0, desc: str | None = None, **_):
+    """Teacher forcing on the training scenes (``fw.train_captioner``); returns the history."""
+    return fw.train_captioner(model, data.train.images, data.train_in, data.train_out, epochs=sizes["epochs"],
+                              batch_size=sizes["batch_size"], lr=sizes["lr"], doubly_stochastic=doubly_stochastic,
+                              entropy=entropy, seed=seed, desc=desc)
+
+
+class _ImageSearch:
+    """What ``decode``'s searches need, for images: their ``src`` (B, L) holds each image's index at its L
+    locations (the mask is all True), so the attention they return is (N, L)."""
+
+    def __init__(self, model, images: np.ndarray):
+        self.model, self.images = model, images
+
+    def start(self, src, src_mask):
+        return self.model.start(self.images[np.asarray(src)[:, 0]])
+
+    def step(self, tokens, state):
+        return self.model.step(tokens, state)
+
+    def reorder(self, state, index):
+        return self.model.reorder(state, index)
+
+
+def caption(model, data: CaptionData, images: np.ndarray | None = None, *, beam: int = 1, batch_size: int = 250
+            ) -> tuple[list[str], list[np.ndarray]]:
+    """Captions of ``images`` (the test scenes by default) by greedy (``beam=1``) or beam search, and the
+    attention of each generated word, the end token included: (len(words) + 1, gh, gw)."""
+    images = data.test.images if images is None else images
+    grid, max_len = data.grid, data.test_out.shape[1]
+    search = _ImageSearch(model, images)
+    captions, maps = [], []
+    for i in range(0, len(images), batch_size):
+        index = np.arange(i, min(i + batch_size, len(images)))
+        src = np.repeat(index[:, None], grid[0] * grid[1], 1)
+        mask = np.ones_like(src, dtype=bool)
+        found = (decode.greedy_search(search, src, mask, max_len=max_len) if beam == 1 else
+                 decode.beam_search(search, src, mask, beam=beam, max_len=max_len))
+        captions += [" ".join(data.vocab.decode(t)) for t in found.tokens]
+        maps += [a.reshape(-1, *grid) for a in (found.attention or [np.zeros((1, grid[0] * grid[1]))] * len(index))]
+    return captions, maps
+
+
+def bleu_scores(captions: list[str], scenes: Scenes) -> dict[str, float]:
+    """BLEU-1 … BLEU-4 (sacreBLEU) of ``captions`` against every caption the grammar allows for each scene."""
+    return {f"BLEU-{n}": cm.caption_bleu(captions, scenes.references, n) for n in (1, 2, 3, 4)}
+
+
+def teacher_forced_attention(fw: ModuleType, model, data: CaptionData, batch_size: int = 250) -> np.ndarray:
+    """The attention of every word of the reference test captions (the model reads the true previous words):
+    (n, T, gh, gw), the step that emits word t at [:, t]. Hard attention gives its distribution α, not a sample."""
+    out = []
+    for i in range(0, len(data.test), batch_size):
+        _, alpha, _ = model(data.test.images[i:i + batch_size], data.test_in[i:i + batch_size], greedy=True)
+        out.append(np.asarray(alpha.detach().cpu() if hasattr(alpha, "detach") else alpha))
+    return np.concatenate(out).reshape(len(data.test), -1, *data.grid)
+
+
+def correctness(alpha: np.ndarray, scenes: Scenes, words: tuple[str, ...] = DIGIT_WORDS) -> dict[str, Any]:
+    """Attention correctness of the caption words in ``words`` (by default the digit names): for each such word
+    of each reference caption, the share of its attention (``alpha`` (n, T, gh, gw), step t emits word t) inside
+    the box of the digit it names, and chance, the box's share of the canvas. Returns the means over the words
+    ("correctness", "chance", "n") and one row per word ("rows": scene, position, word, correctness, chance)."""
+    canvas = scenes.images.shape[1:3]
+    rows = []
+    for i, (text, names) in enumerate(zip(scenes.captions, scenes.word_objects, strict=True)):
+        for t, (word, obj) in enumerate(zip(text.split(), names, strict=True)):
+            if obj < 0 or word not in words:
+                continue
+            box = scenes.objects[i][obj].box
+            rows.append({"scene": i, "position": t, "word": word, "small": scenes.objects[i][obj].small,
+                         "correctness": cm.attention_correctness(alpha[i, t], box, canvas),
+                         "chance": cm.box_share(box, canvas)})
+    if not rows:
+        return {"correctness": float("nan"), "chance": float("nan"), "n": 0, "rows": rows}
+    return {"correctness": float(np.mean([r["correctness"] for r in rows])),
+            "chance": float(np.mean([r["chance"] for r in rows])), "n": len(rows), "rows": rows}

@@ -1,0 +1,262 @@
+"""Chapter 6: image captioning with visual attention (Show, Attend and Tell), in PyTorch.
+
+Every class mirrors its twin in ``attention_course.keras.captioning``: same name, constructor arguments, sub-layer
+names and call signature, so ``attention_course.parity.torch_to_keras`` copies weights across.
+Shapes: B batch, H × W pixels (channels last, as the data), L = (H/8)·(W/8) grid locations, D annotation size,
+T caption steps, E embedding, N decoder state.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+from .. import validate
+from ..choices import CAPTION_ATTENTION
+from ..errors import ConfigError, ShapeError
+from ..text import PAD
+from ..train import History, batches, progress
+from .scores import AdditiveScore
+from .train import device
+
+__all__ = ["SceneEncoder", "VisualAttention", "Captioner", "train_captioner"]
+
+
+def _images(images, dev=None) -> torch.Tensor:
+    """(B, H, W, 3) floats with H and W multiples of 8, as a float32 tensor."""
+    images = torch.as_tensor(np.asarray(images) if not torch.is_tensor(images) else images, dtype=torch.float32)
+    if images.dim() != 4 or images.shape[-1] != 3 or images.shape[1] % 8 or images.shape[2] % 8:
+        raise ShapeError(f"images must be (B, H, W, 3) with H and W multiples of 8; got {tuple(images.shape)}")
+    return images.to(dev) if dev is not None else images
+
+
+class SceneEncoder(nn.Module):
+    """A small CNN from pixels to a grid of annotation vectors a_i (Xu et al. take them from a lower convolutional
+    layer). Two coordinate channels (x and y in [-1, 1], "CoordConv") join the RGB input, so a feature knows
+    where it is; three blocks of a 3×3 convolution, batch normalisation (without it the encoder learns several
+    times slower from scratch), ReLU and 2×2 max pooling.
+    images (B, H, W, 3) → annotations (B, L, D), L = (H/8)·(W/8), row by row."""
+
+    def __init__(self, dim: int = 64, channels: int = 16):
+        super().__init__()
+        self.dim = dim
+        self.conv1 = nn.Conv2d(5, channels, 3, padding=1)
+        self.conv2 = nn.Conv2d(channels, 2 * channels, 3, padding=1)
+        self.conv3 = nn.Conv2d(2 * channels, dim, 3, padding=1)
+        self.norm1 = nn.BatchNorm2d(channels)
+        self.norm2 = nn.BatchNorm2d(2 * channels)
+        self.norm3 = nn.BatchNorm2d(dim)
+
+    def forward(self, images):
+        x = _images(images, self.conv1.weight.device).permute(0, 3, 1, 2)     # (B, 3, H, W)
+        b, _, h, w = x.shape
+        ys = torch.linspace(-1, 1, h, device=x.device)[:, None].expand(h, w)
+        xs = torch.linspace(-1, 1, w, device=x.device)[None, :].expand(h, w)
+        x = torch.cat([x, torch.stack([xs, ys])[None].expand(b, -1, -1, -1)], 1)   # (B, 5, H, W)
+        for conv, norm in ((self.conv1, self.norm1), (self.conv2, self.norm2), (self.conv3, self.norm3)):
+            x = nn.functional.max_pool2d(torch.relu(norm(conv(x))), 2)     # (B, C, H/2, W/2) each time
+        return x.flatten(2).transpose(1, 2)                          # (B, L, D)
+
+
+class VisualAttention(nn.Module):
+    """Xu et al.'s f_att: e_ti = v_aᵀ tanh(W_a h_{t−1} + U_a a_i) (Chapter 4's ``AdditiveScore``) and
+    α_t = softmax_i(e_t), a distribution over the L locations. U_a a_i does not depend on t: ``keys`` computes it
+    once per image. (h_prev (B, N), keys (B, L, units)) → α (B, L)."""
+
+    def __init__(self, d_query: int, d_key: int, units: int):
+        super().__init__()
+        self.score = AdditiveScore(d_query, d_key, units)
+
+    def keys(self, a):
+        return self.score.U_a(a)                                     # (B, L, units)
+
+    def forward(self, h_prev, keys):
+        e = self.score.v_a(torch.tanh(self.score.W_a(h_prev)[:, None] + keys))[..., 0]   # (B, L)
+        return torch.softmax(e, dim=-1)
+
+
+class Captioner(nn.Module):
+    """Show, Attend and Tell (Xu et al. 2015) and its baselines, one LSTM step per word.
+
+    ``attention``: ``"none"`` (Show and Tell: the image only sets the initial state), ``"mean"`` (the mean
+    annotation is the context at every step), ``"soft"`` (z_t = Σ_i α_ti a_i) or ``"hard"`` (z_t = a_s, s drawn
+    from α_t; argmax with ``greedy=True``). ``gate``: the gating scalar β_t = σ(f_β(h_{t−1})) scales z_t.
+    h_0, c_0 = f_init,h(ā), f_init,c(ā) from the mean annotation ā; h_t, c_t = LSTM([E y_{t−1}; z_t], h_{t−1}, c_{t−1});
+    logits = L_o(E y_{t−1} + L_h h_t + L_z z_t) (the paper's deep output).
+
+    (images (B, H, W, 3), tokens (B, T) ids: BOS + caption) → (logits (B, T, V), α (B, T, L), log π (B, T)).
+    α: the distribution attention used or sampled from (uniform for "mean", zeros for "none"); log π: the log
+    probability of each sampled location (zeros unless "hard"). ``noise`` (B, T, L): Gumbel noise for the
+    samples (argmax(log α + noise) is a draw from α); ``expect`` (B,) bool: those captions use the expectation
+    Σ α a instead of a sample (the paper does so for half of them).
+    """
+
+    def __init__(self, vocab: int, attention: str = "soft", gate: bool = True, embed: int = 64, hidden: int = 256,
+                 dim: int = 64, units: int = 128):
+        super().__init__()
+        if attention not in CAPTION_ATTENTION:
+            raise ConfigError(f"unknown attention {attention!r}: use one of {', '.join(CAPTION_ATTENTION)}")
+        vocab, embed, hidden, dim, units = validate.sizes(vocab=vocab, embed=embed, hidden=hidden, dim=dim,
+                                                          units=units)
+        self.attention, self.gate = attention, bool(gate) and attention in ("soft", "hard")
+        context = 0 if attention == "none" else dim
+        self.encoder = SceneEncoder(dim)
+        self.init_h = nn.Linear(dim, hidden)
+        self.init_c = nn.Linear(dim, hidden)
+        self.embed = nn.Embedding(vocab, embed)
+        if attention in ("soft", "hard"):
+            self.attend = VisualAttention(hidden, dim, units)
+        if self.gate:
+            self.f_beta = nn.Linear(hidden, 1)
+        self.rnn = nn.LSTMCell(embed + context, hidden)
+        self.L_h = nn.Linear(hidden, embed)
+        if context:
+            self.L_z = nn.Linear(dim, embed, bias=False)
+        self.out = nn.Linear(embed, vocab)
+
+    def start(self, images):
+        """Encode; the first state ((h_0, c_0), (annotations, keys))."""
+        a = self.encoder(images)                                     # (B, L, D)
+        mean = a.mean(1)                                             # (B, D)
+        keys = self.attend.keys(a) if self.attention in ("soft", "hard") else None
+        return (torch.tanh(self.init_h(mean)), torch.tanh(self.init_c(mean))), (a, keys)
+
+    def decode_step(self, y_prev, state, memory, noise=None, expect=None, greedy: bool = False):
+        """One word: y_prev (B,) ids → logits (B, V), new state, α (B, L), log π (B,)."""
+        (h, c), (a, keys) = state, memory
+        e = self.embed(y_prev)                                       # (B, E)
+        b, L = a.shape[0], a.shape[1]
+        log_pi = torch.zeros(b, device=a.device)
+        if self.attention == "none":
+            alpha, z = torch.zeros(b, L, device=a.device), None
+        elif self.attention == "mean":
+            alpha = torch.full((b, L), 1.0 / L, device=a.device)
+            z = a.mean(1)                                            # (B, D)
+        else:
+            alpha = self.attend(h, keys)                             # (B, L)
+            z = (alpha[:, :, None] * a).sum(1)                       # the expectation, (B, D)
+            if self.attention == "hard":
+                log_alpha = torch.log(alpha + 1e-12)
+                s = log_alpha.argmax(-1) if greedy or noise is None else (log_alpha + noise).argmax(-1)   # (B,)
+                sampled = a[torch.arange(b, device=a.device), s]     # a_s, (B, D)
+                log_pi = log_alpha.gather(1, s[:, None])[:, 0]
+                if expect is not None:                               # those captions use the expectation
+                    z = torch.where(expect[:, None], z, sampled)
+                    log_pi = log_pi * ~expect
+                else:
+                    z = sampled
+            if self.gate:
+                z = torch.sigmoid(self.f_beta(h)) * z                # β_t z_t
+        x = e if z is None else torch.cat([e, z], -1)
+        h, c = self.rnn(x, (h, c))                                   # (B, N)
+        deep = e + self.L_h(h) + (0 if z is None else self.L_z(z))   # (B, E)
+        return self.out(deep), (h, c), alpha, log_pi
+
+    def forward(self, images, tokens, noise=None, expect=None, greedy: bool = False):
+        tokens = torch.as_tensor(np.asarray(tokens) if not torch.is_tensor(tokens) else tokens, dtype=torch.long)
+        if tokens.dim() != 2 or tokens.shape[0] != len(images):
+            raise ShapeError(f"tokens must be (B, T) = ({len(images)}, T) ids, one row per image; got "
+                             f"{tuple(tokens.shape)}")
+        state, memory = self.start(images)
+        tokens = tokens.to(memory[0].device)
+        if noise is not None:
+            noise = torch.as_tensor(np.asarray(noise) if not torch.is_tensor(noise) else noise,
+                                    dtype=torch.float32, device=tokens.device)
+            want = (tokens.shape[0], tokens.shape[1], memory[0].shape[1])
+            if tuple(noise.shape) != want:
+                raise ShapeError(f"noise must be (B, T, L) = {want}; got {tuple(noise.shape)}")
+        if expect is not None:
+            expect = torch.as_tensor(np.asarray(expect) if not torch.is_tensor(expect) else expect,
+                                     dtype=torch.bool, device=tokens.device)
+        logits, alphas, log_pis = [], [], []
+        for t in range(tokens.shape[1]):
+            out, state, alpha, log_pi = self.decode_step(tokens[:, t], state, memory,
+                                                         None if noise is None else noise[:, t], expect, greedy)
+            logits.append(out)
+            alphas.append(alpha)
+            log_pis.append(log_pi)
+        return torch.stack(logits, 1), torch.stack(alphas, 1), torch.stack(log_pis, 1)
+
+    # one step at a time, on NumPy arrays, for greedy and beam search (attention_course.decode)
+    @torch.no_grad()
+    def step(self, tokens, state):
+        state, memory = state
+        tokens = torch.as_tensor(np.asarray(tokens), dtype=torch.long, device=memory[0].device)
+        logits, state, alpha, _ = self.decode_step(tokens, state, memory, greedy=True)
+        return torch.log_softmax(logits, -1).cpu().numpy(), (state, memory), alpha.cpu().numpy()
+
+    def reorder(self, state, index):
+        index = torch.as_tensor(np.asarray(index), dtype=torch.long, device=state[1][0].device)
+        return tuple(tuple(None if x is None else x.index_select(0, index) for x in part) for part in state)
+
+
+def train_captioner(model: Captioner, images, tokens_in, tokens_out, *, epochs: int, batch_size: int = 64,
+                    lr: float = 1e-3, doubly_stochastic: float = 0.0, entropy: float = 0.0, expect_share: float = 0.5,
+                    clip_norm: float = 5.0, seed: int = 0, desc: str | None = None) -> History:
+    """Train a :class:`Captioner` with Adam on the cross-entropy of every caption word (padding left out).
+
+    ``doubly_stochastic`` = λ adds λ Σ_i (1 − Σ_t α_ti)² per caption (Xu et al.'s eq. 14: every location gets
+    about one unit of attention over the caption). ``"hard"`` attention adds the REINFORCE term of Xu et al.'s
+    eq. 12: the reward of a caption is r = its mean log-likelihood, b a moving average of r (0.9 · b + 0.1 · r̄),
+    and −(r − b) Σ_t log π(s_t) is added to the loss; ``entropy`` = λ_e adds −λ_e H(α_t); a share
+    ``expect_share`` of the captions uses the expectation instead of a sample. Noise and that choice come from a
+    NumPy generator seeded with ``seed``, the same in both frameworks.
+    Returns the per-epoch history: loss (cross-entropy per word), accuracy (teacher-forced, per word).
+    """
+    n = validate.examples((images, tokens_in), tokens_out)
+    epochs, batch_size = validate.sizes(epochs=epochs, batch_size=batch_size)
+    for name, value in (("lr", lr), ("clip_norm", clip_norm)):
+        validate.positive(name, value)
+    dev = device()
+    model.to(dev).train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    rng = np.random.default_rng(seed)
+    hard, history, baseline = model.attention == "hard", History(), 0.0
+    steps = epochs * math.ceil(n / batch_size)
+    with progress(total=steps, desc=desc or f"pytorch · {model.attention}") as bar:
+        for _ in range(epochs):
+            total, correct, count = 0.0, 0, 0
+            for idx in batches(n, batch_size, rng):
+                y_in = torch.as_tensor(tokens_in[idx], device=dev)
+                y = torch.as_tensor(tokens_out[idx], device=dev)
+                noise, expect = None, np.zeros(len(idx), bool)      # expect: only hard attention reads it
+                if hard:
+                    noise = rng.gumbel(size=(len(idx), y.shape[1], _locations(images))).astype(np.float32)
+                    expect = rng.random(len(idx)) < expect_share
+                logits, alpha, log_pi = model(images[idx], y_in, noise=noise, expect=expect)
+                keep = (y != PAD).float()                            # (b, T)
+                ce = nn.functional.cross_entropy(logits.transpose(1, 2), y, reduction="none")    # (b, T)
+                words = keep.sum()
+                loss = (ce * keep).sum() / words
+                if doubly_stochastic:
+                    mass = (alpha * keep[..., None]).sum(1)          # Σ_t α_ti, (b, L)
+                    loss = loss + doubly_stochastic * ((1 - mass) ** 2).sum(1).mean()
+                if hard:
+                    reward = -((ce * keep).sum(1) / keep.sum(1)).detach()       # (b,) mean log-likelihood
+                    sampled = torch.as_tensor(~expect, device=dev)
+                    if sampled.any():
+                        loss = loss - ((reward - baseline) * (log_pi * keep).sum(1))[sampled].mean()
+                        baseline = 0.9 * baseline + 0.1 * float(reward[sampled].mean())
+                    if entropy:
+                        h_t = -(alpha * torch.log(alpha + 1e-12)).sum(-1)       # (b, T)
+                        loss = loss - entropy * (h_t * keep).sum() / words
+                optimizer.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+                optimizer.step()
+                total += float((ce * keep).sum().detach())
+                correct += int(((logits.argmax(-1) == y).float() * keep).sum())
+                count += int(words)
+                bar.update(1)
+            history.log(loss=total / count, accuracy=correct / count)
+            bar.set_postfix(loss=f"{total / count:.3f}", acc=f"{correct / count:.3f}")
+    model.eval()
+    return history
+
+
+def _locations(images) -> int:
+    """L, the number of grid locations of these images."""
+    return (images.shape[1] // 8) * (images.shape[2] // 8)

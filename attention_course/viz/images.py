@@ -1,0 +1,77 @@
+"""Chapter 6's charts: an image with the attention map of each word of its caption, interactive in the static book
+(a menu picks the image, a slider the word; hover a cell for its weight)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["caption_attention"]
+
+
+def _alt():
+    import altair as alt
+
+    return alt
+
+
+def _hex(rgb: np.ndarray) -> np.ndarray:
+    """(…, 3) floats in [0, 1] → '#rrggbb' strings."""
+    v = np.clip(np.round(np.asarray(rgb) * 255), 0, 255).astype(int)
+    return np.array([f"#{r:02x}{g:02x}{b:02x}" for r, g, b in v.reshape(-1, 3)]).reshape(v.shape[:-1])
+
+
+def caption_attention(images, words: Sequence[Sequence[str]], maps, *, names: Sequence[str] | None = None,
+                      title: str = "Where each word looks", description: str | None = None, size: int = 240):
+    """Each image (H, W, 3) of ``images`` under the attention map (T_i, gh, gw) of each of its caption ``words``
+    (T_i words, ``maps[i][t]`` the map of word t). A menu picks the image, a slider the word; the chosen word
+    and its caption are written above the image, and each cell's weight shows on hover."""
+    alt = _alt()
+    import pandas as pd
+
+    images = [np.asarray(im, dtype=np.float32) for im in images]
+    names = list(names) if names is not None else [f"image {i}" for i in range(len(images))]
+    if not (len(images) == len(words) == len(maps) == len(names)):
+        raise ValueError(f"got {len(images)} images, {len(words)} captions, {len(maps)} attention lists and "
+                         f"{len(names)} names: they must match")
+    pixels, cells, labels = [], [], []
+    for name, im, ws, ms in zip(names, images, words, maps, strict=True):
+        ms = np.asarray(ms, dtype=np.float64)
+        if ms.ndim != 3 or len(ms) != len(ws):
+            raise ValueError(f"{name}: {len(ws)} words need {len(ws)} attention maps (T, gh, gw); got {ms.shape}")
+        h, w = im.shape[:2]
+        ch, cw = h // ms.shape[1], w // ms.shape[2]              # the pixels of one attention cell
+        ys, xs = np.nonzero(im.max(-1) > 0.05)                       # the ink; the background is the black view
+        pixels.append(pd.DataFrame({"image": name, "x": xs, "y": ys, "rgb": _hex(im[ys, xs])}))
+        for t, word in enumerate(ws):
+            r, c = np.mgrid[0:ms.shape[1], 0:ms.shape[2]]
+            cells.append(pd.DataFrame({"image": name, "step": t, "word": word, "x": (c * cw).ravel(),
+                                       "y": (r * ch).ravel(), "weight": ms[t].ravel()}))
+            labels.append({"image": name, "step": t, "label": f"word {t + 1}: “{word}” · {' '.join(ws)}"})
+    pixel_data, cell_data, label_data = pd.concat(pixels), pd.concat(cells), pd.DataFrame(labels)
+    cell_data = cell_data.assign(x2=cell_data.x + cw, y2=cell_data.y + ch)
+    pixel_data = pixel_data.assign(x2=pixel_data.x + 1, y2=pixel_data.y + 1)
+    longest = max(len(ws) for ws in words)
+    pick = alt.param(name="image_pick", value=names[0], bind=alt.binding_select(options=names, name="image "))
+    step = alt.param(name="word_step", value=0, bind=alt.binding_range(min=0, max=longest - 1, step=1,
+                                                                        name="word (0 = first) "))
+    x = alt.X("x:Q", scale=alt.Scale(domain=[0, w], nice=False), axis=None)
+    y = alt.Y("y:Q", scale=alt.Scale(domain=[0, h], nice=False, reverse=True), axis=None)
+    inline = lambda frame: alt.Data(values=frame.to_dict("records"))   # (inline values: no row limit)
+    image = alt.Chart(inline(pixel_data)).mark_rect().encode(
+        x=x, x2="x2:Q", y=y, y2="y2:Q", color=alt.Color("rgb:N", scale=None),
+    ).transform_filter(alt.datum.image == pick)
+    attention = alt.Chart(inline(cell_data)).mark_rect(color="#ff8c00", stroke="#ff8c00", strokeOpacity=0.3).encode(
+        x=x, x2="x2:Q", y=y, y2="y2:Q",
+        opacity=alt.Opacity("weight:Q", scale=alt.Scale(domain=[0, 0.5], range=[0, 0.9], clamp=True),
+                            legend=None),                     # a weight of 0.5 or more: fully lit
+        tooltip=["word:N", alt.Tooltip("weight:Q", format=".3f")],
+    ).transform_filter((alt.datum.image == pick) & (alt.datum.step == step))
+    label = alt.Chart(inline(label_data)).mark_text(align="left", baseline="bottom", fontSize=12, dy=-4).encode(
+        x=alt.value(0), y=alt.value(0), text="label:N",
+    ).transform_filter((alt.datum.image == pick) & (alt.datum.step == step))
+    return alt.layer(image, attention, label).add_params(pick, step).configure_view(fill="black").properties(
+        title=title, width=size, height=size,
+        description=description or f"{title}: an image with the attention map of one caption word over it",
+    )
