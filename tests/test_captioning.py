@@ -276,3 +276,61 @@ def test_the_correctness_checker_passes_a_correct_answer_and_names_mistakes(caps
 
     with pytest.raises(ac.checks.ExerciseError, match="chance"):
         ac.checks.correctness(chance, seed=0)
+
+
+# ---- DRAW's reading window -------------------------------------------------------------------------------------
+
+def test_draw_read_agrees_across_frameworks_and_follows_the_paper():
+    rng = np.random.default_rng(0)
+    images = rng.random((3, 48, 40, 3)).astype(np.float32)
+    h = rng.normal(size=(3, 16)).astype(np.float32)
+    tm, km = ac.torch.DrawRead(5, 16), ac.keras.DrawRead(5, 16)
+    km(images, h)
+    torch_to_keras(tm, km)
+    (g_t, w_t), (g_k, w_k) = tm(images, h), km(images, h)
+    np.testing.assert_allclose(np.asarray(g_k), to_numpy(g_t), rtol=1e-5, atol=1e-6)
+    for a, b in zip(w_t, w_k, strict=True):
+        np.testing.assert_allclose(np.asarray(b), to_numpy(a), rtol=1e-5)
+    raw = to_numpy(tm.params(torch.as_tensor(h)))                    # the paper's eq. 21-24
+    gx, gy, sigma2, delta, gamma = (to_numpy(v) for v in w_t)
+    np.testing.assert_allclose(gx, (40 + 1) / 2 * (raw[:, 0] + 1), rtol=1e-5)
+    np.testing.assert_allclose(gy, (48 + 1) / 2 * (raw[:, 1] + 1), rtol=1e-5)
+    np.testing.assert_allclose(sigma2, np.exp(raw[:, 2]), rtol=1e-5)
+    np.testing.assert_allclose(delta, (48 - 1) / (5 - 1) * np.exp(raw[:, 3]), rtol=1e-5)
+    np.testing.assert_allclose(gamma, np.exp(raw[:, 4]), rtol=1e-5)
+    f_y, f_x = tm.filters(*(torch.as_tensor(v) for v in (gx, gy, sigma2, delta)), 48, 40)
+    mu_x = gx[:, None] + (np.arange(1, 6) - 5 / 2 - 0.5) * delta[:, None]            # (3, 5) filter centres
+    sums = to_numpy(f_x).sum(-1)
+    inside = (mu_x >= 0) & (mu_x <= 39)                               # a filter on the image sums to one
+    np.testing.assert_allclose(sums[inside], 1, rtol=1e-4)
+    assert inside.any() and (sums <= 1 + 1e-5).all()
+    assert tuple(f_y.shape) == (3, 5, 48) and tuple(f_x.shape) == (3, 5, 40)
+
+
+def test_a_narrow_window_with_unit_stride_copies_the_pixels(fw):
+    images = np.random.default_rng(1).random((2, 32, 32, 3)).astype(np.float32)
+    reader = fw.DrawRead(4, 8)
+    glimpse = to_numpy(reader.read(images, 12.5, 20.5, 0.01, 1.0, 2.0))  # centres 11..14 and 19..22, γ = 2
+    np.testing.assert_allclose(glimpse, 2 * images[:, 19:23, 11:15], rtol=1e-5, atol=1e-6)
+    whole = to_numpy(reader.read(images, 15.5, 15.5, 1.0, 31 / 3, 1.0))    # 4 × 4 samples over the canvas
+    assert whole.shape == (2, 4, 4, 3) and abs(whole.mean() - images.mean()) < 0.1
+
+
+def test_draw_read_names_bad_shapes(fw):
+    reader = fw.DrawRead(4, 8)
+    images = np.zeros((2, 16, 16, 3), np.float32)
+    with pytest.raises(ShapeError, match=r"h must be \(B, hidden\) = \(2, 8\).*\(2, 6\)"):
+        reader(images, np.zeros((2, 6), np.float32))
+    with pytest.raises(ShapeError, match=r"images must be \(B, H, W, C\).*\(16, 16, 3\)"):
+        reader(images[0], np.zeros((2, 8), np.float32))
+    with pytest.raises(ConfigError):
+        fw.DrawRead(0, 8)
+
+
+def test_draw_window_and_image_row_charts():
+    scene = sc.digit_scenes(1, seed=0).images[0]
+    spec = ac.viz.draw_window(scene, n=6).to_dict()
+    assert {p["name"] for p in spec["params"]} >= {"g_x", "g_y", "delta", "sigma"}
+    assert ac.viz.image_row([scene, scene[:8, :8]], ["a", "b"], title="t", description="d").to_dict()["hconcat"]
+    with pytest.raises(ValueError, match="2 images and 1 names"):
+        ac.viz.image_row([scene, scene], ["a"], title="t", description="d")

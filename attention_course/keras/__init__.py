@@ -8,6 +8,8 @@ import_keras()
 from . import cost  # noqa: F401,E402  (timings and counted costs: make bench, Chapters 2 and 4)
 from .captioning import *  # noqa: F403, E402  (Chapter 6)
 from .captioning import __all__ as _captioning_all  # noqa: E402
+from .draw import *  # noqa: F403, E402  (Chapter 6: DRAW's reading window)
+from .draw import __all__ as _draw_all  # noqa: E402
 from .hard import *  # noqa: F403, E402  (Chapter 2)
 from .hard import __all__ as _hard_all  # noqa: E402
 from .layers import DotProductAttention, masked_softmax  # noqa: E402
@@ -25,5 +27,5 @@ from .translation import __all__ as _translation_all  # noqa: E402
 __all__ = [
     "DotProductAttention", "masked_softmax", "OneToOne", "OneToMany", "ManyToOne", "ManyToMany", "Seq2Seq",
     "fit", "predict", "accuracy", "device", "evaluate_loss",
-    *_hard_all, *_pointer_all, *_recurrent_all, *_scores_all, *_translation_all, *_captioning_all,
+    *_hard_all, *_pointer_all, *_recurrent_all, *_scores_all, *_translation_all, *_captioning_all, *_draw_all,
 ]

@@ -3,6 +3,8 @@
 from . import cost  # noqa: F401  (timings and counted costs: make bench, Chapters 2 and 4)
 from .captioning import *  # noqa: F403  (Chapter 6)
 from .captioning import __all__ as _captioning_all
+from .draw import *  # noqa: F403  (Chapter 6: DRAW's reading window)
+from .draw import __all__ as _draw_all
 from .hard import *  # noqa: F403  (Chapter 2)
 from .hard import __all__ as _hard_all
 from .layers import DotProductAttention, masked_softmax
@@ -20,5 +22,5 @@ from .translation import __all__ as _translation_all
 __all__ = [
     "DotProductAttention", "masked_softmax", "OneToOne", "OneToMany", "ManyToOne", "ManyToMany", "Seq2Seq",
     "fit", "predict", "accuracy", "device", "evaluate_loss",
-    *_hard_all, *_pointer_all, *_recurrent_all, *_scores_all, *_translation_all, *_captioning_all,
+    *_hard_all, *_pointer_all, *_recurrent_all, *_scores_all, *_translation_all, *_captioning_all, *_draw_all,
 ]

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["caption_attention"]
+__all__ = ["caption_attention", "image_row", "draw_window"]
 
 
 def _alt():
@@ -42,8 +42,7 @@ def caption_attention(images, words: Sequence[Sequence[str]], maps, *, names: Se
             raise ValueError(f"{name}: {len(ws)} words need {len(ws)} attention maps (T, gh, gw); got {ms.shape}")
         h, w = im.shape[:2]
         ch, cw = h // ms.shape[1], w // ms.shape[2]              # the pixels of one attention cell
-        ys, xs = np.nonzero(im.max(-1) > 0.05)                       # the ink; the background is the black view
-        pixels.append(pd.DataFrame({"image": name, "x": xs, "y": ys, "rgb": _hex(im[ys, xs])}))
+        pixels.append(_pixels(im, name))
         for t, word in enumerate(ws):
             r, c = np.mgrid[0:ms.shape[1], 0:ms.shape[2]]
             cells.append(pd.DataFrame({"image": name, "step": t, "word": word, "x": (c * cw).ravel(),
@@ -51,7 +50,6 @@ def caption_attention(images, words: Sequence[Sequence[str]], maps, *, names: Se
             labels.append({"image": name, "step": t, "label": f"word {t + 1}: “{word}” · {' '.join(ws)}"})
     pixel_data, cell_data, label_data = pd.concat(pixels), pd.concat(cells), pd.DataFrame(labels)
     cell_data = cell_data.assign(x2=cell_data.x + cw, y2=cell_data.y + ch)
-    pixel_data = pixel_data.assign(x2=pixel_data.x + 1, y2=pixel_data.y + 1)
     longest = max(len(ws) for ws in words)
     pick = alt.param(name="image_pick", value=names[0], bind=alt.binding_select(options=names, name="image "))
     step = alt.param(name="word_step", value=0, bind=alt.binding_range(min=0, max=longest - 1, step=1,
@@ -74,4 +72,62 @@ def caption_attention(images, words: Sequence[Sequence[str]], maps, *, names: Se
     return alt.layer(image, attention, label).add_params(pick, step).configure_view(fill="black").properties(
         title=title, width=size, height=size,
         description=description or f"{title}: an image with the attention map of one caption word over it",
+    )
+
+
+def _pixels(image: np.ndarray, name: str):
+    import pandas as pd
+
+    ys, xs = np.nonzero(np.asarray(image).max(-1) > 0.02)           # the ink; the background is the black view
+    return pd.DataFrame({"image": name, "x": xs, "y": ys, "x2": xs + 1, "y2": ys + 1,
+                         "rgb": _hex(np.asarray(image)[ys, xs])})
+
+
+def image_row(images, names: Sequence[str], *, title: str, description: str, size: int = 120):
+    """Small images (H, W, 3) side by side, each under its name (glimpses, crops)."""
+    alt = _alt()
+    if len(images) != len(names):
+        raise ValueError(f"got {len(images)} images and {len(names)} names: they must match")
+    charts = []
+    for im, name in zip(images, names, strict=True):
+        im = np.asarray(im, dtype=np.float32)
+        h, w = im.shape[:2]
+        charts.append(alt.Chart(alt.Data(values=_pixels(im, name).to_dict("records"))).mark_rect().encode(
+            x=alt.X("x:Q", scale=alt.Scale(domain=[0, w], nice=False), axis=None), x2="x2:Q",
+            y=alt.Y("y:Q", scale=alt.Scale(domain=[0, h], nice=False, reverse=True), axis=None), y2="y2:Q",
+            color=alt.Color("rgb:N", scale=None)).properties(title=name, width=size, height=size))
+    return alt.hconcat(*charts).configure_view(fill="black").properties(title=title, description=description)
+
+
+def draw_window(image, *, n: int, title: str = "DRAW's reading window", description: str | None = None,
+                size: int = 320):
+    """An image with DRAW's N × N grid of Gaussian filters over it; sliders move the centre (g_x, g_y), the
+    stride δ and the width σ. The filter centres μ_i = g + (i − N/2 − 0.5) δ are computed in the browser, each
+    drawn as a circle of radius σ, so the chart stays interactive in the static book."""
+    alt = _alt()
+    import pandas as pd
+
+    image = np.asarray(image, dtype=np.float32)
+    h, w = image.shape[:2]
+    gx = alt.param(name="g_x", value=w / 2, bind=alt.binding_range(min=0, max=w, step=0.5, name="centre g_x "))
+    gy = alt.param(name="g_y", value=h / 2, bind=alt.binding_range(min=0, max=h, step=0.5, name="centre g_y "))
+    delta = alt.param(name="delta", value=2.0, bind=alt.binding_range(min=0.25, max=(max(h, w) - 1) / (n - 1),
+                                                                      step=0.25, name="stride δ "))
+    sigma = alt.param(name="sigma", value=1.0, bind=alt.binding_range(min=0.25, max=6, step=0.25, name="width σ "))
+    i, j = np.mgrid[1:n + 1, 1:n + 1]
+    grid = pd.DataFrame({"i": i.ravel() - n / 2 - 0.5, "j": j.ravel() - n / 2 - 0.5})
+    x = alt.X("x:Q", scale=alt.Scale(domain=[0, w], nice=False), axis=None)
+    y = alt.Y("y:Q", scale=alt.Scale(domain=[0, h], nice=False, reverse=True), axis=None)
+    picture = alt.Chart(alt.Data(values=_pixels(image, "image").to_dict("records"))).mark_rect().encode(
+        x=x, x2="x2:Q", y=y, y2="y2:Q", color=alt.Color("rgb:N", scale=None))
+    px = size / w                                                   # screen pixels per image pixel
+    filters = alt.Chart(alt.Data(values=grid.to_dict("records"))).transform_calculate(
+        x="g_x + datum.j * delta", y="g_y + datum.i * delta", r=f"sigma * {px}",
+    ).mark_point(color="#ff8c00", filled=False, opacity=0.9).encode(
+        x=x, y=y, size=alt.Size("r2:Q", scale=None, legend=None),
+        tooltip=[alt.Tooltip("x:Q", format=".1f"), alt.Tooltip("y:Q", format=".1f")],
+    ).transform_calculate(r2="PI * datum.r * datum.r")
+    return alt.layer(picture, filters).add_params(gx, gy, delta, sigma).configure_view(fill="black").properties(
+        title=title, width=size, height=size,
+        description=description or f"{title}: an image with an {n} by {n} grid of Gaussian filter centres",
     )

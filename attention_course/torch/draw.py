@@ -1,0 +1,68 @@
+"""Chapter 6: DRAW's reading window (Gregor et al. 2015) in PyTorch, the twin of ``attention_course.keras.draw``.
+
+An N × N grid of Gaussian filters, placed by a centre (g_x, g_y), a stride δ between filters, a width σ and an
+intensity γ, reads a glimpse from an image: glimpse = γ F_Y x F_Xᵀ (per channel). Every step is differentiable,
+so the window's parameters, predicted from a recurrent state, learn by backpropagation: a soft, moving crop.
+Shapes: B batch, H × W pixels, C channels (last), N the glimpse size.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .. import validate
+from ..errors import ShapeError
+
+__all__ = ["DrawRead"]
+
+
+class DrawRead(nn.Module):
+    """DRAW's read operation. ``window(h, H, W)`` turns a state h (B, hidden) into the window's parameters
+    (g_x, g_y, σ², δ, γ), each (B,), through a linear layer (``params``), as the paper's eq. 21-24:
+    g_x = (W + 1)/2 · (g̃_x + 1), g_y = (H + 1)/2 · (g̃_y + 1), δ = (max(H, W) − 1)/(N − 1) · exp(log δ̃),
+    σ² = exp(log σ²), γ = exp(log γ). ``filters`` gives F_Y (B, N, H) and F_X (B, N, W): filter i is a Gaussian
+    centred at μ_i = g + (i − N/2 − 0.5) δ (i = 1 … N), each row normalised to sum to 1.
+    ``read(images, gx, gy, sigma2, delta, gamma)`` → glimpse (B, N, N, C); ``forward(images, h)`` predicts the
+    window from h and reads: (glimpse, (gx, gy, sigma2, delta, gamma))."""
+
+    def __init__(self, n: int, hidden: int):
+        super().__init__()
+        self.n, self.hidden = validate.sizes(n=n, hidden=hidden)
+        self.params = nn.Linear(hidden, 5)
+
+    def window(self, h, height: int, width: int):
+        gx_, gy_, log_sigma2, log_delta, log_gamma = self.params(h).unbind(-1)   # (B,) each
+        gx, gy = (width + 1) / 2 * (gx_ + 1), (height + 1) / 2 * (gy_ + 1)
+        delta = (max(height, width) - 1) / max(self.n - 1, 1) * torch.exp(log_delta)
+        return gx, gy, torch.exp(log_sigma2), delta, torch.exp(log_gamma)
+
+    def filters(self, gx, gy, sigma2, delta, height: int, width: int):
+        i = torch.arange(1, self.n + 1, dtype=gx.dtype, device=gx.device) - self.n / 2 - 0.5     # (N,)
+        mu_x, mu_y = gx[:, None] + i * delta[:, None], gy[:, None] + i * delta[:, None]        # (B, N)
+        f_x = torch.exp(-(torch.arange(width, dtype=gx.dtype, device=gx.device) - mu_x[..., None]) ** 2
+                        / (2 * sigma2[:, None, None]))                                          # (B, N, W)
+        f_y = torch.exp(-(torch.arange(height, dtype=gx.dtype, device=gx.device) - mu_y[..., None]) ** 2
+                        / (2 * sigma2[:, None, None]))                                          # (B, N, H)
+        return f_y / (f_y.sum(-1, keepdim=True) + 1e-8), f_x / (f_x.sum(-1, keepdim=True) + 1e-8)
+
+    def read(self, images, gx, gy, sigma2, delta, gamma):
+        images = torch.as_tensor(images, dtype=torch.float32)
+        if images.dim() != 4:
+            raise ShapeError(f"images must be (B, H, W, C); got {tuple(images.shape)}")
+        gx, gy, sigma2, delta, gamma = (torch.as_tensor(v, dtype=torch.float32).reshape(-1).expand(len(images))
+                                        for v in (gx, gy, sigma2, delta, gamma))
+        f_y, f_x = self.filters(gx, gy, sigma2, delta, images.shape[1], images.shape[2])
+        glimpse = torch.einsum("bnh,bhwc,bmw->bnmc", f_y, images, f_x)          # F_Y x F_Xᵀ per channel
+        return gamma[:, None, None, None] * glimpse                             # (B, N, N, C)
+
+    def forward(self, images, h):
+        images = torch.as_tensor(images, dtype=torch.float32)
+        if images.dim() != 4:
+            raise ShapeError(f"images must be (B, H, W, C); got {tuple(images.shape)}")
+        h = torch.as_tensor(h, dtype=torch.float32)
+        if tuple(h.shape) != (images.shape[0], self.hidden):
+            raise ShapeError(f"h must be (B, hidden) = ({images.shape[0]}, {self.hidden}), one state per image; "
+                             f"got {tuple(h.shape)}")
+        window = self.window(h, images.shape[1], images.shape[2])
+        return self.read(images, *window), window
