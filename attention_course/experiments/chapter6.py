@@ -8,6 +8,7 @@ framework's module (``ac.torch`` or ``ac.keras``) as an argument.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -140,10 +141,17 @@ def bleu_scores(captions: list[str], scenes: Scenes) -> dict[str, float]:
 def teacher_forced_attention(fw: ModuleType, model, data: CaptionData, batch_size: int = 250) -> np.ndarray:
     """The attention of every word of the reference test captions (the model reads the true previous words):
     (n, T, gh, gw), the step that emits word t at [:, t]. Hard attention gives its distribution α, not a sample."""
+    is_torch = fw.__name__.endswith(".torch")
+    guard: contextlib.AbstractContextManager = contextlib.nullcontext()
+    if is_torch:                                                 # no autograd graph: less memory
+        import torch
+
+        guard = torch.no_grad()
     out = []
-    for i in range(0, len(data.test), batch_size):
-        _, alpha, _ = model(data.test.images[i:i + batch_size], data.test_in[i:i + batch_size], greedy=True)
-        out.append(np.asarray(alpha.detach().cpu() if hasattr(alpha, "detach") else alpha))
+    with guard:
+        for i in range(0, len(data.test), batch_size):
+            _, alpha, _ = model(data.test.images[i:i + batch_size], data.test_in[i:i + batch_size], greedy=True)
+            out.append(np.asarray(alpha.cpu() if is_torch else alpha))
     return np.concatenate(out).reshape(len(data.test), -1, *data.grid)
 
 
