@@ -28,6 +28,22 @@ def gpu_visible() -> bool:
     return os.path.exists("/dev/nvidia0") or shutil.which("nvidia-smi") is not None
 
 
+def gpu_name() -> str | None:
+    """The first visible NVIDIA GPU's name as ``nvidia-smi`` gives it ("NVIDIA H200"), or None: no GPU, or no
+    ``nvidia-smi`` to ask. No framework is imported."""
+    if not gpu_visible() or shutil.which("nvidia-smi") is None:
+        return None
+    import subprocess
+
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    names = [line.strip() for line in out.splitlines() if line.strip()]
+    return names[0] if names else None
+
+
 def validate(name: str) -> str:
     """Return ``name`` normalised, or raise a :class:`ConfigError` that lists the profiles."""
     value = str(name).strip().lower()

@@ -13,7 +13,6 @@ run started again resumes from them (delete them to start over).
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
 import sys
@@ -26,18 +25,14 @@ from attention_course._quiet import quiet_frameworks  # noqa: E402
 
 quiet_frameworks()
 from attention_course.experiments import chapter5  # noqa: E402
+from tools import full_run  # noqa: E402
 
 COVERAGE_BETAS = (0.0, 0.2, 0.5, 1.0)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size", choices=sorted(chapter5.SIZES), default="cpu")
-    parser.add_argument("--framework", choices=("pytorch", "keras"), default="pytorch")
-    parser.add_argument("--seeds", default="0", help="comma-separated training seeds")
-    parser.add_argument("--models", default=",".join(chapter5.MODELS), help="comma-separated model names")
-    parser.add_argument("--out", type=Path, default=ROOT / "book/05-neural-machine-translation/results")
-    args = parser.parse_args(argv)
+    args = full_run.arguments(__doc__, chapter5.SIZES, list(chapter5.MODELS),
+                              ROOT / "book/05-neural-machine-translation/results", argv)
 
     import attention_course as ac
 
@@ -49,8 +44,8 @@ def main(argv: list[str] | None = None) -> int:
                "date": time.strftime("%Y-%m-%d"), "pairs": {"train": data.train.n, "val": data.val.n,
                                                              "test": data.test.n}, "runs": []}
     out = args.out / f"{args.size}-{args.framework}.json"
-    for seed in [int(s) for s in args.seeds.split(",")]:
-        for name in args.models.split(","):
+    for seed in args.seeds:
+        for name in args.models:
             model = chapter5.build(fw, data, chapter5.MODELS[name], sizes, seed=seed)
             ckpt = ROOT / "build/chapter5" / f"{args.size}-{args.framework}-{chapter5.MODELS[name]}-seed{seed}.ckpt"
             start = time.perf_counter()

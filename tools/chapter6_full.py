@@ -10,7 +10,6 @@ The experiment is ``attention_course.experiments.chapter6`` (the notebook calls 
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
 import sys
@@ -25,16 +24,12 @@ from attention_course._quiet import quiet_frameworks  # noqa: E402
 
 quiet_frameworks()
 from attention_course.experiments import chapter6  # noqa: E402
+from tools import full_run  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size", choices=sorted(chapter6.SIZES), default="cpu")
-    parser.add_argument("--framework", choices=("pytorch", "keras"), default="pytorch")
-    parser.add_argument("--seeds", default="0", help="comma-separated training seeds")
-    parser.add_argument("--models", default=",".join(chapter6.MODELS), help="comma-separated model names")
-    parser.add_argument("--out", type=Path, default=ROOT / "book/06-image-captioning/results")
-    args = parser.parse_args(argv)
+    args = full_run.arguments(__doc__, chapter6.SIZES, list(chapter6.MODELS), ROOT / "book/06-image-captioning/results",
+                              argv)
 
     import attention_course as ac
 
@@ -44,9 +39,9 @@ def main(argv: list[str] | None = None) -> int:
                "size": args.size, "sizes": sizes, "framework": args.framework, "hardware": chapter6.hardware(),
                "date": time.strftime("%Y-%m-%d"), "runs": []}
     out = args.out / f"{args.size}-{args.framework}.json"
-    for seed in [int(s) for s in args.seeds.split(",")]:
+    for seed in args.seeds:
         data = chapter6.corpus(sizes, seed=seed)
-        for name in args.models.split(","):
+        for name in args.models:
             spec = chapter6.MODELS[name]
             model = chapter6.build(fw, data, sizes, seed=seed, **spec)
             start = time.perf_counter()

@@ -195,8 +195,12 @@ def alignment_report(weights: np.ndarray, task: AlignmentTask) -> dict[str, floa
 
 
 def hardware() -> str:
-    """The machine a run was timed on, in words: CPU model and cores, and whether a GPU was visible."""
+    """The machine a run was timed on, in words: CPU model and cores, and the GPU by name when one is visible."""
+    from ..scale import gpu_name
     from .chapter3 import hardware as machine
 
     h = machine(threads=os.cpu_count() or 1)
-    return f"{h['cpu']}, {h['cores']} cores" + (", with a GPU" if h["gpu"] else ", no GPU")
+    if not h["gpu"]:
+        return f"{h['cpu']}, {h['cores']} cores, no GPU"
+    name = gpu_name()
+    return f"{h['cpu']}, {h['cores']} cores, with a GPU" + (f" ({name})" if name else "")

@@ -1,0 +1,75 @@
+"""The command line shared by the chapter results tools (tools/full_run.py): model names that hold commas, the
+framework a run enables, and the merging of results files written by runs in parallel."""
+
+import json
+
+import pytest
+
+from attention_course import frameworks
+from attention_course.experiments import chapter5, chapter6
+from tools import full_run
+
+CAPTIONERS = list(chapter6.MODELS)
+
+
+@pytest.mark.parametrize("spec, names", [
+    ("soft, no gate", ["soft, no gate"]),
+    ("soft", ["soft"]),
+    ("soft,soft, no gate,hard", ["soft", "soft, no gate", "hard"]),
+    ("soft, λ = 1,Show and Tell", ["soft, λ = 1", "Show and Tell"]),
+    (",".join(CAPTIONERS), CAPTIONERS),
+])
+def test_model_names_may_hold_commas(spec, names):
+    assert full_run.model_names(spec, CAPTIONERS) == names
+
+
+def test_an_unknown_model_names_the_known_ones():
+    with pytest.raises(SystemExit, match=r"unknown model 'sofft'.*Show and Tell; mean pooling"):
+        full_run.model_names("sofft", CAPTIONERS)
+
+
+def test_arguments_enable_only_the_chosen_framework(tmp_path):
+    try:
+        args = full_run.arguments("doc", chapter5.SIZES, list(chapter5.MODELS), tmp_path,
+                                  ["--size", "full", "--seeds", "1,2", "--models", "Luong"])
+        assert (args.size, args.seeds, args.models, args.out) == ("full", [1, 2], ["Luong"], tmp_path)
+        assert frameworks.enabled() == ("pytorch",)           # a PyTorch run does not import TensorFlow
+        full_run.arguments("doc", chapter5.SIZES, list(chapter5.MODELS), tmp_path, ["--framework", "keras"])
+        assert frameworks.enabled() == ("keras",)
+        with pytest.raises(SystemExit):
+            full_run.arguments("doc", chapter5.SIZES, list(chapter5.MODELS), tmp_path, ["--seeds", "one"])
+    finally:
+        frameworks.use(None)
+
+
+def _results(path, size, models):
+    path.write_text(json.dumps({"command": f"run {' '.join(models)}", "size": size, "framework": "pytorch",
+                                "runs": [{"model": m} for m in models]}))
+    return path
+
+
+def test_merge_keeps_every_run_and_command(tmp_path):
+    a = _results(tmp_path / "a.json", "full", ["Bahdanau"])
+    b = _results(tmp_path / "b.json", "full", ["Luong", "no attention"])
+    out = tmp_path / "out" / "full-pytorch.json"
+    assert full_run.main(["merge", str(out), str(a), str(b)]) == 0
+    merged = json.loads(out.read_text())
+    assert [r["model"] for r in merged["runs"]] == ["Bahdanau", "Luong", "no attention"]
+    assert merged["command"] == "run Bahdanau ; run Luong no attention"
+
+
+def test_merge_refuses_files_of_another_size(tmp_path):
+    a = _results(tmp_path / "a.json", "full", ["Bahdanau"])
+    b = _results(tmp_path / "b.json", "cpu", ["Luong"])
+    with pytest.raises(SystemExit, match="has size 'cpu'"):
+        full_run.merge([a, b])
+
+
+def test_hardware_names_the_gpu(monkeypatch):
+    from attention_course import scale
+
+    monkeypatch.setattr(scale, "gpu_visible", lambda: True)
+    monkeypatch.setattr(scale, "gpu_name", lambda: "NVIDIA H200")
+    assert chapter5.hardware().endswith("cores, with a GPU (NVIDIA H200)")
+    monkeypatch.setattr(scale, "gpu_visible", lambda: False)
+    assert chapter5.hardware().endswith("cores, no GPU")

@@ -1,0 +1,97 @@
+r"""What the results tools of Chapters 5 and 6 share: their command line, the model names it picks, the one
+framework it enables, and the merging of results files written by runs in separate processes.
+
+Several runs can share one GPU: start one process per model, each with its own ``--out`` folder, then merge::
+
+    tools/chapter5_full.py --size full --model Bahdanau --out build/runs/bahdanau &
+    tools/chapter5_full.py --size full --model Luong --out build/runs/luong &
+    wait
+    python -m tools.full_run merge book/05-neural-machine-translation/results/full-pytorch.json \
+        build/runs/*/full-pytorch.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def model_names(spec: str, known: list[str]) -> list[str]:
+    """The model names in ``spec``, separated by commas, where a name may itself hold a comma
+    ("soft, no gate"): at each point the longest run of comma-separated parts that is a known name wins."""
+    parts, names, i = spec.split(","), [], 0
+    while i < len(parts):
+        for j in range(len(parts), i, -1):
+            name = ",".join(parts[i:j]).strip()
+            if name in known:
+                names.append(name)
+                i = j
+                break
+        else:
+            raise SystemExit(f"unknown model {parts[i].strip()!r} in --models {spec!r}; the models are: "
+                             + "; ".join(known))
+    if not names:
+        raise SystemExit(f"--models {spec!r} names no model; the models are: " + "; ".join(known))
+    return names
+
+
+def arguments(doc: str, sizes: dict[str, Any], models: list[str], out: Path,
+              argv: list[str] | None = None) -> argparse.Namespace:
+    """Parse the tools' common options (``--size``, ``--framework``, ``--seeds``, ``--models``, ``--out``);
+    ``args.models`` becomes a list of known names and ``args.seeds`` a list of ints. Only the chosen framework is
+    enabled, so a PyTorch run needs no TensorFlow."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--size", choices=sorted(sizes), default="cpu")
+    parser.add_argument("--framework", choices=("pytorch", "keras"), default="pytorch")
+    parser.add_argument("--seeds", default="0", help="comma-separated training seeds")
+    parser.add_argument("--models", default=",".join(models),
+                        help="comma-separated model names (default: all): " + "; ".join(models))
+    parser.add_argument("--out", type=Path, default=out, help="folder of <size>-<framework>.json")
+    args = parser.parse_args(argv)
+    args.models = model_names(args.models, models)
+    try:
+        args.seeds = [int(s) for s in args.seeds.split(",")]
+    except ValueError:
+        parser.error(f"--seeds must be comma-separated integers, got {args.seeds!r}")
+    from attention_course import frameworks
+
+    frameworks.use(args.framework)
+    return args
+
+
+def merge(files: list[Path]) -> dict[str, Any]:
+    """One results dict from several files of the same size and framework: the runs of all, in order, and the
+    commands that made them. Files of another size or framework are refused."""
+    if not files:
+        raise SystemExit("merge: no results files given")
+    parts = [json.loads(Path(f).read_text()) for f in files]
+    first = parts[0]
+    for f, part in zip(files, parts, strict=True):
+        for key in ("size", "framework"):
+            if part[key] != first[key]:
+                raise SystemExit(f"merge: {f} has {key} {part[key]!r}, {files[0]} has {first[key]!r}")
+    merged = {**first, "command": " ; ".join(p["command"] for p in parts), "runs": []}
+    for part in parts:
+        merged["runs"] += part["runs"]
+    return merged
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Merge results files of the chapter tools run in parallel.")
+    sub = parser.add_subparsers(dest="verb", required=True)
+    m = sub.add_parser("merge", help="write OUT with the runs of every INPUT")
+    m.add_argument("out", type=Path)
+    m.add_argument("inputs", type=Path, nargs="+")
+    args = parser.parse_args(argv)
+    merged = merge(args.inputs)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(merged, indent=1, ensure_ascii=False) + "\n")
+    print(f"wrote {args.out}: {len(merged['runs'])} runs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
