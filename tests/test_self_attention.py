@@ -214,6 +214,14 @@ def test_positions_twins_agree():
                                rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("backward", [False, True])
+def test_every_benchmarked_attention_runs(fw, backward):
+    for kind in fw.cost.MHA_KINDS:
+        fw.cost.attention_pass(kind, 8, batch=2, heads=2, d_head=4, backward=backward)()
+    with pytest.raises(ValueError, match="unknown attention kind 'sparse'"):
+        fw.cost.attention_pass("sparse", 8)
+
+
 # ---- bad inputs ------------------------------------------------------------------------------------------------
 
 def test_bad_arguments_name_the_rule(fw):

@@ -2,12 +2,18 @@
 
     .venv/bin/python tools/bench.py                       # both frameworks, 15 interleaved runs per case
     .venv/bin/python tools/bench.py --frameworks pytorch --repeats 31
+    .venv/bin/python tools/bench.py --cases ch7                 # only Chapter 7's cases; the others are kept
+    .venv/bin/python tools/bench.py --cases ch7-memory          # only Chapter 7's peak memory
 
 Cases (the chapters quote them through ``ac.bench.load(case)``):
   ch2-length   global, local-m and local-p attention (D = 8, d = 32, batch 1) against the sequence length
   ch2-window   local-p against the window half-width D at S = 2048, with global attention for reference
   ch4-concat   the concat and additive score layers (the same numbers) on a batch of 8 × 128 × 64
   ch4-scores   dot, general and additive ScoredAttention (batch 4) at d = u ∈ {16, 64} against the length
+  ch7-mha      multi-head attention at batch 8 × 8 heads × d_head 64 against the length T, forward and forward +
+               backward: the explicit softmax, the fused kernel, the course's MultiHeadAttention (weights not
+               requested) and the framework's own layer (Keras up to T = 2048: its explicit path is slow there)
+  ch7-memory   the peak extra resident memory of one forward pass of each of those, each in a fresh process
 Each row: median and quartiles in milliseconds over ``repeats`` runs after two warm-up runs; the cases that are
 compared take turns (ac.bench.time_interleaved). Timings are never asserted anywhere.
 """
@@ -16,6 +22,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -25,27 +33,77 @@ sys.path.insert(0, str(ROOT))
 LENGTHS = [128, 256, 512, 1024, 2048, 4096]
 WINDOWS = [1, 2, 4, 8, 16, 32, 64]
 SCORE_LENGTHS, SCORE_SIZES = [16, 64, 256], [16, 64]
+MHA_LENGTHS = {"pytorch": [128, 256, 512, 1024, 2048, 4096], "keras": [128, 256, 512, 1024, 2048]}
+CASES = ("ch2", "ch4", "ch7")   # and "ch7-memory": Chapter 7's memory case alone
 
 
-def measure(cost, repeats: int) -> dict[str, list[dict]]:
+def peak_mb(framework: str, kind: str, length: int) -> float:
+    """The peak resident memory one forward pass of ``kind`` adds, in MB, measured in a fresh process (the
+    high-water mark of a process only grows, so each case needs its own)."""
+    out = subprocess.run([sys.executable, __file__, "--peak", framework, kind, str(length)], check=True,
+                         capture_output=True, text=True).stdout
+    return float(out.strip().splitlines()[-1])
+
+
+def _peak_child(framework: str, kind: str, length: int) -> None:
+    """Build the case, note the resident memory, run one forward pass, print the peak extra MB."""
+    import attention_course as ac
+
+    ac.setup(seed=0, frameworks=framework, banner=False)
+    cost = ac.torch.cost if framework == "pytorch" else ac.keras.cost
+    run = cost.attention_pass(kind, 16)                               # load the kernels at a tiny size first
+    run()
+    run = cost.attention_pass(kind, length)
+    resident = int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    run()
+    print(max(_high_water() - resident, 0) / 2**20)
+
+
+def _high_water() -> int:
+    """This process's peak resident memory in bytes: VmHWM, which starts afresh at exec. (getrusage's ru_maxrss
+    does not: a child started by a large parent reports the parent's peak.)"""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024                      # kB
+    raise RuntimeError("no VmHWM in /proc/self/status: the peak memory needs Linux")
+
+
+def measure(cost, repeats: int, chapters=CASES, framework: str = "pytorch") -> dict[str, list[dict]]:
     from attention_course import bench
 
-    cases: dict[str, list[dict]] = {"ch2-length": [], "ch2-window": [], "ch4-concat": [], "ch4-scores": []}
+    cases: dict[str, list[dict]] = {}
 
-    def record(case, runs, **fixed):
-        samples = bench.time_interleaved({k: cost.forward(k, **a) for k, a in runs.items()}, repeats=repeats)
+    def record(case, runs, make=cost.forward, repeats=repeats, warmup=2, **fixed):
+        samples = bench.time_interleaved({k: make(k, **a) for k, a in runs.items()}, repeats=repeats, warmup=warmup)
         for kind, s in samples.items():
-            cases[case].append({"kind": kind, **fixed, **runs[kind], **bench.summarize(s)})
+            cases.setdefault(case, []).append({"kind": kind, **fixed, **runs[kind], **bench.summarize(s)})
 
-    for n in LENGTHS:
-        record("ch2-length", {k: {"length": n, "window": 8, "dim": 32} for k in ("global", "local-m", "local-p")})
-    for w in WINDOWS:
-        record("ch2-window", {"local-p": {"length": 2048, "window": w, "dim": 32},
-                              "global": {"length": 2048, "window": w, "dim": 32}})
-    record("ch4-concat", {k: {"length": 128, "dim": 64, "batch": 8} for k in ("score-concat", "score-additive")})
-    for d in SCORE_SIZES:
-        for n in SCORE_LENGTHS:
-            record("ch4-scores", {k: {"length": n, "dim": d, "batch": 4} for k in ("dot", "general", "additive")})
+    if "ch7-memory" in chapters and "ch7" not in chapters:
+        for n in MHA_LENGTHS[framework]:
+            for kind in cost.MHA_KINDS:
+                cases.setdefault("ch7-memory", []).append(
+                    {"kind": kind, "length": n, "peak_mb": peak_mb(framework, kind, n)})
+    if "ch7" in chapters:
+        for n in MHA_LENGTHS[framework]:
+            for backward in (False, True):
+                record("ch7-mha", {k: {"length": n, "backward": backward} for k in cost.MHA_KINDS},
+                       make=cost.attention_pass, repeats=min(repeats, 5), warmup=1,
+                       passes="forward and backward" if backward else "forward")
+                print(f"  ch7-mha T={n} backward={backward}", flush=True)
+            for kind in cost.MHA_KINDS:
+                cases.setdefault("ch7-memory", []).append(
+                    {"kind": kind, "length": n, "peak_mb": peak_mb(framework, kind, n)})
+    if "ch2" in chapters:
+        for n in LENGTHS:
+            record("ch2-length", {k: {"length": n, "window": 8, "dim": 32} for k in ("global", "local-m", "local-p")})
+        for w in WINDOWS:
+            record("ch2-window", {"local-p": {"length": 2048, "window": w, "dim": 32},
+                                  "global": {"length": 2048, "window": w, "dim": 32}})
+    if "ch4" in chapters:
+        record("ch4-concat", {k: {"length": 128, "dim": 64, "batch": 8} for k in ("score-concat", "score-additive")})
+        for d in SCORE_SIZES:
+            for n in SCORE_LENGTHS:
+                record("ch4-scores", {k: {"length": n, "dim": d, "batch": 4} for k in ("dot", "general", "additive")})
     return cases
 
 
@@ -54,7 +112,15 @@ def main() -> int:
     parser.add_argument("--frameworks", default="both", help="both, keras or pytorch")
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--out", type=Path, default=ROOT / "attention_course" / "benchmarks")
+    parser.add_argument("--cases", default=",".join(CASES), help="chapters whose cases to run: ch2, ch4, ch7")
+    parser.add_argument("--peak", nargs=3, metavar=("FRAMEWORK", "KIND", "LENGTH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.peak:
+        _peak_child(args.peak[0], args.peak[1], int(args.peak[2]))
+        return 0
+    chapters = [c.strip() for c in args.cases.split(",")]
+    if set(chapters) - {*CASES, "ch7-memory"}:
+        parser.error(f"--cases takes {', '.join(CASES)} or ch7-memory; got {args.cases!r}")
 
     import attention_course as ac
     from attention_course import bench
@@ -76,7 +142,7 @@ def main() -> int:
             info["torch_threads"] = torch.get_num_threads()
             gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
             cost = ac.torch.cost
-        for case, rows in measure(cost, args.repeats).items():
+        for case, rows in measure(cost, args.repeats, chapters, fw).items():
             results.setdefault(case, []).extend({"framework": fw, **row} for row in rows)
             print(f"{fw} · {case}: {len(rows)} rows", flush=True)
     name = bench.machine_name(info, gpu)
@@ -85,8 +151,14 @@ def main() -> int:
     for case in results:   # a run of one framework keeps the other framework's rows
         kept = [r for r in old["cases"].get(case, []) if r["framework"] not in session.frameworks]
         results[case] = kept + results[case]
+    measured = {case: old.get("machine", {}).get("date") for case in old["cases"]}
+    measured.update(old.get("measured", {}))
+    measured.update({case: info["date"] for case in results})           # the cases measured by this run
+    for case, rows in old["cases"].items():   # a run of some chapters keeps the other chapters' cases
+        results.setdefault(case, rows)
+    versions = {**old.get("versions", {}), **versions}
     data = {"name": name, "machine": {**info, "gpu": gpu}, "versions": versions, "repeats": args.repeats,
-            "cases": results}
+            "measured": measured, "cases": results}
     args.out.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")

@@ -14,7 +14,10 @@ import tensorflow as tf
 
 from ..bench import build_layer
 
-__all__ = ["forward", "tensor_elements"]
+__all__ = ["forward", "tensor_elements", "attention_pass", "MHA_KINDS"]
+
+#: What ``attention_pass`` can run (see ``ac.torch.cost``).
+MHA_KINDS = ("explicit", "fused", "course", "framework")
 
 _RELABEL = {"Reshape", "ExpandDims", "Squeeze", "Identity", "Placeholder", "Const", "Shape", "NoOp",
             "ReadVariableOp", "VarHandleOp"}
@@ -50,3 +53,52 @@ def tensor_elements(kind: str, length: int, *, window: int = 8, dim: int = 32, b
     ops = graph.get_concrete_function(*inputs).graph.get_operations()
     sizes = [out.shape.num_elements() or 0 for op in ops if op.type not in _RELABEL for out in op.outputs]
     return {"elements": int(sum(sizes)), "largest": int(max(sizes, default=0))}
+
+
+def _attention_case(kind: str, length: int, batch: int, heads: int, d_head: int, seed: int):
+    """The function of ``kind`` and its inputs: (B, h, T, d_head) for the explicit path, (B, T, h, d_head) for
+    Keras' fused op, (B, T, h·d_head) for the layers."""
+    from keras import ops
+
+    from attention_course import keras as fw
+
+    if kind not in MHA_KINDS:
+        raise ValueError(f"unknown attention kind {kind!r}; choose one of {MHA_KINDS}")
+    rng = np.random.default_rng(seed)
+    if kind in ("explicit", "fused"):
+        shape = (batch, heads, length, d_head) if kind == "explicit" else (batch, length, heads, d_head)
+        qkv = [tf.convert_to_tensor(rng.normal(size=shape).astype(np.float32)) for _ in range(3)]
+        if kind == "fused":
+            return (lambda q, k, v: ops.dot_product_attention(q, k, v)), qkv, []
+        return (lambda q, k, v: fw.scaled_dot_product_attention(q, k, v, return_weights=True)[0]), qkv, []
+    x = tf.convert_to_tensor(rng.normal(size=(batch, length, heads * d_head)).astype(np.float32))
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    ours = fw.MultiHeadAttention(heads * d_head, heads)
+    ours(x[:, :1])
+    if kind == "course":
+        return ours, [x], ours.trainable_variables
+    theirs = fw.as_framework_layer(ours)
+    return (lambda x: theirs(x, x)), [x], theirs.trainable_variables
+
+
+def attention_pass(kind: str, length: int, *, batch: int = 8, heads: int = 8, d_head: int = 64,
+                   backward: bool = False, seed: int = 0) -> Callable[[], None]:
+    """A function that runs one forward (and with ``backward``, one backward) pass of ``kind`` (``MHA_KINDS``) at
+    sequence length ``length`` as a compiled graph, and waits for it."""
+    fn, inputs, variables = _attention_case(kind, length, batch, heads, d_head, seed)
+
+    def forward_backward(*xs):
+        with tf.GradientTape() as tape:
+            tape.watch(xs)
+            total = tf.reduce_sum(fn(*xs))
+        return tape.gradient(total, [*xs, *variables])
+
+    graph = tf.function(forward_backward if backward else fn, autograph=False)
+    graph(*inputs)                                                    # trace once, outside the timing
+
+    def run() -> None:
+        tf.nest.map_structure(lambda t: t.numpy(), graph(*inputs))    # .numpy() waits for the result
+
+    return run

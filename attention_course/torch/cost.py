@@ -6,6 +6,11 @@ elements of every new tensor that pass writes, and the largest one: a cost that 
 the machine is, so the chapters can assert it. Kinds: ``"global"``, ``"local-m"``, ``"local-p"`` (Chapter 2,
 half-width ``window``), ``"dot"``, ``"general"``, ``"additive"`` (Chapter 4's ``ScoredAttention``, d = u =
 ``dim``), ``"score-additive"``, ``"score-concat"`` (the score layers alone). Same names in ``ac.keras.cost``.
+
+``attention_pass(kind, length, ...)`` does the same for Chapter 7's multi-head attention at the Transformer's
+sizes: ``"explicit"`` (softmax(QKᵀ/√d)V written out, the weights stored), ``"fused"`` (the framework's fused
+kernel), ``"course"`` (the course's ``MultiHeadAttention``, weights not requested) and ``"framework"`` (the
+framework's own multi-head layer with the same weights), forward or forward and backward.
 """
 
 from __future__ import annotations
@@ -19,7 +24,10 @@ from torch.utils._pytree import tree_flatten
 from ..bench import build_layer
 from .train import device
 
-__all__ = ["forward", "tensor_elements"]
+__all__ = ["forward", "tensor_elements", "attention_pass", "MHA_KINDS"]
+
+#: What ``attention_pass`` can run.
+MHA_KINDS = ("explicit", "fused", "course", "framework")
 
 
 def _build(kind: str, length: int, window: int, dim: int, batch: int, seed: int):
@@ -70,3 +78,50 @@ def tensor_elements(kind: str, length: int, *, window: int = 8, dim: int = 32, b
     with torch.no_grad(), _CountWrites() as counter:
         layer(*inputs)
     return {"elements": counter.elements, "largest": counter.largest}
+
+
+def _attention_case(kind: str, length: int, batch: int, heads: int, d_head: int, seed: int):
+    """The function of ``kind`` and its inputs: (B, h, T, d_head) for the bare kernels, (B, T, h·d_head) for the
+    layers."""
+    import torch.nn.functional as F
+
+    from attention_course import torch as fw
+
+    if kind not in MHA_KINDS:
+        raise ValueError(f"unknown attention kind {kind!r}; choose one of {MHA_KINDS}")
+    gen = torch.Generator().manual_seed(seed)
+    if kind in ("explicit", "fused"):
+        qkv = [torch.randn(batch, heads, length, d_head, generator=gen).to(device()) for _ in range(3)]
+        if kind == "fused":
+            return F.scaled_dot_product_attention, qkv
+        return (lambda q, k, v: fw.scaled_dot_product_attention(q, k, v, return_weights=True)[0]), qkv
+    x = torch.randn(batch, length, heads * d_head, generator=gen).to(device())
+    torch.manual_seed(seed)
+    ours = fw.MultiHeadAttention(heads * d_head, heads).to(device())
+    if kind == "course":
+        return ours, [x]
+    theirs = fw.as_framework_layer(ours)
+    return (lambda x: theirs(x, x, x, need_weights=False)[0]), [x]
+
+
+def attention_pass(kind: str, length: int, *, batch: int = 8, heads: int = 8, d_head: int = 64,
+                   backward: bool = False, seed: int = 0) -> Callable[[], None]:
+    """A function that runs one forward (and with ``backward``, one backward) pass of ``kind`` (``MHA_KINDS``) at
+    sequence length ``length`` and waits for it."""
+    fn, inputs = _attention_case(kind, length, batch, heads, d_head, seed)
+    sync = torch.cuda.synchronize if device().type == "cuda" else (lambda: None)
+    if backward:
+        for x in inputs:
+            x.requires_grad_(True)
+
+    def run() -> None:
+        if backward:
+            fn(*inputs).sum().backward()
+            for x in inputs:
+                x.grad = None
+        else:
+            with torch.no_grad():
+                fn(*inputs)
+        sync()
+
+    return run
