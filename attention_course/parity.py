@@ -3,8 +3,9 @@
 The twins share sub-layer names (``embed``, ``encoder``, ``out`` …); each sub-layer is converted by type:
 Embedding ↔ Embedding, Linear ↔ Dense (transposed), GRU ↔ GRU or Bidirectional(GRU), GRUCell ↔ GRUCell
 (gate order r,z,n ↔ z,r,h, transposed), LSTM ↔ LSTM or Bidirectional(LSTM) (same gate order i,f,g,o;
-transposed; the two biases summed), LSTMCell ↔ LSTMCell, Conv2d ↔ Conv2D (channels last),
-BatchNorm2d ↔ BatchNormalization (compare in evaluation mode).
+transposed; the two biases summed), LSTMCell ↔ LSTMCell, Conv1d ↔ Conv1D and Conv2d ↔ Conv2D (channels last),
+LayerNorm ↔ LayerNormalization, BatchNorm2d ↔ BatchNormalization (compare in evaluation mode), and a ModuleList
+of course modules ↔ a list of layers.
 Both frameworks are imported: use it only when both are on.
 """
 
@@ -63,6 +64,12 @@ def torch_to_keras(torch_model, keras_model, example_inputs=None) -> None:
         layer = getattr(keras_model, name, None)
         if layer is None:
             raise ValueError(f"the Keras model {type(keras_model).__name__} has no sub-layer {name!r}")
+        if isinstance(module, nn.ModuleList):                 # a stack of course modules ↔ a list of layers
+            if len(module) != len(layer):
+                raise ValueError(f"{name}: PyTorch has {len(module)} layers, Keras {len(layer)}")
+            for sub, sub_layer in zip(module, layer, strict=True):
+                torch_to_keras(sub, sub_layer)
+            continue
         if isinstance(module, nn.Embedding):
             weights = [module.weight.detach().cpu().numpy()]
         elif isinstance(module, nn.Linear):
@@ -76,11 +83,17 @@ def torch_to_keras(torch_model, keras_model, example_inputs=None) -> None:
         elif isinstance(module, nn.LSTMCell):                 # same gate order i, f, g, o; the two biases summed
             weights = [module.weight_ih.detach().cpu().numpy().T, module.weight_hh.detach().cpu().numpy().T,
                        (module.bias_ih + module.bias_hh).detach().cpu().numpy()]
+        elif isinstance(module, nn.LayerNorm):                # γ, β (set the same epsilon on both sides)
+            weights = [module.weight.detach().cpu().numpy(), module.bias.detach().cpu().numpy()]
         elif isinstance(module, nn.BatchNorm2d):              # γ, β, running mean and variance
             weights = [t.detach().cpu().numpy() for t in (module.weight, module.bias, module.running_mean,
                                                            module.running_var)]
         elif isinstance(module, nn.Conv2d):                   # (out, in, kh, kw) → (kh, kw, in, out)
             weights = [module.weight.detach().cpu().numpy().transpose(2, 3, 1, 0)]
+            if module.bias is not None:
+                weights.append(module.bias.detach().cpu().numpy())
+        elif isinstance(module, nn.Conv1d):                   # (out, in, k) → (k, in, out)
+            weights = [module.weight.detach().cpu().numpy().transpose(2, 1, 0)]
             if module.bias is not None:
                 weights.append(module.bias.detach().cpu().numpy())
         elif type(module).__module__.startswith("torch.nn"):  # pragma: no cover

@@ -19,7 +19,7 @@ FIRST_SYMBOL = 4
 __all__ = [
     "SequenceTask", "sequence_task", "one_to_one_task", "one_to_many_task", "many_to_one_task",
     "many_to_many_task", "FIRST_SYMBOL", "shifted_copy_task", "AlignedPairs", "aligned_pair_task",
-    "aligned_pair_lexicon",
+    "aligned_pair_lexicon", "steps_back_task", "lookback_task",
 ]
 
 
@@ -122,6 +122,46 @@ def shifted_copy_task(n: int, *, length: int = 32, shift: int = 3, n_symbols: in
     rng = np.random.default_rng(seed)
     x = rng.integers(0, n_symbols, size=(n, length))
     return (x + FIRST_SYMBOL).astype(np.int64), x[:, shift:].astype(np.int64)
+
+
+# ---- Chapter 7: long-range recall and order --------------------------------------------------------------------
+
+def steps_back_task(n: int, *, length: int = 32, n_symbols: int = 8,
+                    seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """"Which symbol stood k steps back?": a task whose answer lies a chosen distance back.
+
+    Each sequence holds ``length`` − 1 random symbols (ids 0 … ``n_symbols`` − 1), then a query token that asks
+    for the symbol k steps before it, 1 ≤ k < ``length`` (id ``n_symbols + k``; the vocabulary has
+    ``n_symbols + length`` ids). Returns ids (n, length), labels (n,) that symbol, and distance (n,) k, each
+    distance equally common.
+    """
+    if length < 2 or n_symbols < 2:
+        raise ConfigError(f"need length >= 2 and n_symbols >= 2, got length={length}, n_symbols={n_symbols}")
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, n_symbols, size=(n, length))
+    distance = rng.integers(1, length, size=n)
+    labels = ids[np.arange(n), length - 1 - distance].copy()
+    ids[:, -1] = n_symbols + distance
+    return ids.astype(np.int64), labels.astype(np.int64), distance.astype(np.int64)
+
+
+def lookback_task(n: int, *, length: int = 16, offsets: tuple[int, int] = (1, 3), n_symbols: int = 8,
+                  seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """At every step, name the two symbols ``offsets`` steps back: a task only order can solve.
+
+    Returns ids (n, length), symbols 0 … ``n_symbols`` − 1, and labels (n, length): at step t,
+    ``x[t − a] · n_symbols + x[t − b]`` for offsets (a, b), a class out of ``n_symbols²``; −1 where t < max(a, b)
+    (nothing to name: leave those out with ``ignore_index=-1``).
+    """
+    a, b = offsets
+    if not (0 < a and 0 < b and max(a, b) < length):
+        raise ConfigError(f"need 0 < offsets < length, got offsets={offsets}, length={length}")
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, n_symbols, size=(n, length))
+    labels = np.full((n, length), -1)
+    first = max(a, b)
+    labels[:, first:] = x[:, first - a:length - a] * n_symbols + x[:, first - b:length - b]
+    return x.astype(np.int64), labels.astype(np.int64)
 
 
 # ---- Chapter 5: a synthetic language pair with known word alignments ------------------------------------------

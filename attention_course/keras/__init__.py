@@ -16,6 +16,8 @@ from .layers import DotProductAttention, masked_softmax  # noqa: E402
 from .models import ManyToMany, ManyToOne, OneToMany, OneToOne, Seq2Seq  # noqa: E402
 from .pointer import *  # noqa: F403, E402  (Chapter 2's experiment)
 from .pointer import __all__ as _pointer_all  # noqa: E402
+from .probes import *  # noqa: F403, E402  (Chapter 7's experiments)
+from .probes import __all__ as _probes_all  # noqa: E402
 from .recurrent import *  # noqa: F403, E402  (Chapter 3)
 from .recurrent import __all__ as _recurrent_all  # noqa: E402
 from .scores import *  # noqa: F403, E402  (Chapter 4)
@@ -30,5 +32,5 @@ __all__ = [
     "DotProductAttention", "masked_softmax", "OneToOne", "OneToMany", "ManyToOne", "ManyToMany", "Seq2Seq",
     "fit", "predict", "accuracy", "device", "evaluate_loss",
     *_hard_all, *_pointer_all, *_recurrent_all, *_scores_all, *_translation_all, *_captioning_all, *_draw_all,
-    *_self_attention_all,
+    *_self_attention_all, *_probes_all,
 ]

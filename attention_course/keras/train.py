@@ -22,8 +22,10 @@ def device() -> str:
 
 
 def _masked_loss_and_hits(y, logits, ignore_index):
-    per_token = keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True)
     keep = tf.ones_like(y, dtype=tf.bool) if ignore_index is None else tf.not_equal(y, ignore_index)
+    # an ignored target may lie outside [0, classes) (−1, −100): give the loss a valid class, then drop it
+    per_token = keras.losses.sparse_categorical_crossentropy(tf.where(keep, y, tf.zeros_like(y)), logits,
+                                                             from_logits=True)
     keep_f = tf.cast(keep, per_token.dtype)
     loss = tf.reduce_sum(per_token * keep_f) / tf.maximum(tf.reduce_sum(keep_f), 1.0)
     hits = tf.logical_and(tf.equal(tf.argmax(logits, -1, output_type=y.dtype), y), keep)

@@ -11,6 +11,8 @@ from .layers import DotProductAttention, masked_softmax
 from .models import ManyToMany, ManyToOne, OneToMany, OneToOne, Seq2Seq
 from .pointer import *  # noqa: F403  (Chapter 2's experiment)
 from .pointer import __all__ as _pointer_all
+from .probes import *  # noqa: F403  (Chapter 7's experiments)
+from .probes import __all__ as _probes_all
 from .recurrent import *  # noqa: F403  (Chapter 3)
 from .recurrent import __all__ as _recurrent_all
 from .scores import *  # noqa: F403  (Chapter 4)
@@ -25,5 +27,5 @@ __all__ = [
     "DotProductAttention", "masked_softmax", "OneToOne", "OneToMany", "ManyToOne", "ManyToMany", "Seq2Seq",
     "fit", "predict", "accuracy", "device", "evaluate_loss",
     *_hard_all, *_pointer_all, *_recurrent_all, *_scores_all, *_translation_all, *_captioning_all, *_draw_all,
-    *_self_attention_all,
+    *_self_attention_all, *_probes_all,
 ]
