@@ -56,3 +56,16 @@ def accuracy_of(predict: Callable, model, inputs, targets, ignore_index: int | N
     leaving out ``ignore_index`` targets: what ``ac.torch.accuracy`` and ``ac.keras.accuracy`` return."""
     validate.examples(inputs, targets)
     return token_accuracy(predict(model, inputs).argmax(-1), np.asarray(targets), pad=ignore_index)
+
+
+def warmup_schedule(d_model: int, warmup: int, factor: float = 1.0) -> Callable[[int], float]:
+    """The Transformer's learning rate (Vaswani et al., eq. 3): ``factor · d_model^-0.5 · min(step^-0.5,
+    step · warmup^-1.5)``, rising linearly for ``warmup`` steps, then falling as 1/√step. Steps count from 1."""
+    d_model, warmup = validate.sizes(d_model=d_model, warmup=warmup)
+    validate.positive("factor", factor)
+
+    def rate(step: int) -> float:
+        step = max(int(step), 1)
+        return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+
+    return rate

@@ -46,10 +46,10 @@ def positive(name: str, value, hint: str = "") -> float:
     return float(value)
 
 
-def rate(name: str, value) -> float:
-    """A dropout rate: a number in [0, 1)."""
+def rate(name: str, value, what: str = "a dropout rate") -> float:
+    """A share such as a dropout rate: a number in [0, 1)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= float(value) < 1:
-        raise ConfigError(f"{name} (a dropout rate) must be a number in [0, 1); got {value!r}")
+        raise ConfigError(f"{name} ({what}) must be a number in [0, 1); got {value!r}")
     return float(value)
 
 

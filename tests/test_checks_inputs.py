@@ -18,10 +18,10 @@ CHECKERS = {
     "local_p_weights": "scores", "attention_pooling": "states", "timestep_attention": "x",
     "scaled_dot_attention": "query", "general_score": "query", "concat_score": "query", "additive_score": "query",
     "beam_step": "log_probs", "bahdanau_attention": "s_prev", "visual_attention": "h_prev", "correctness": "alpha",
-    "heads": "x", "causal": "t_q", "rotary": "x", "multi_head": "x",
+    "heads": "x", "causal": "t_q", "rotary": "x", "multi_head": "x", "decoder_masks": "src_mask", "warmup": "step",
 }
 #: How the first input is described when it is a number, not an array.
-NUMBER_FIRST = {"causal": r"t_q \d+, t_k \d+"}
+NUMBER_FIRST = {"causal": r"t_q \d+, t_k \d+", "warmup": r"step \d+, d_model \d+"}
 
 
 def checker(name):

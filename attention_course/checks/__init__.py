@@ -24,11 +24,13 @@ from .scores import *  # noqa: F403  (Chapter 4: score functions)
 from .scores import __all__ as _scores_all
 from .self_attention import *  # noqa: F403  (Chapter 7: heads, causal mask, RoPE, multi-head)
 from .self_attention import __all__ as _self_attention_all
+from .transformer import *  # noqa: F403  (Chapter 8: the decoder's masks, the warm-up schedule)
+from .transformer import __all__ as _transformer_all
 from .translation import *  # noqa: F403  (Chapter 5: one step of Bahdanau's attention)
 from .translation import __all__ as _translation_all
 
 __all__ = [
     "ExerciseError", "attention_average", "masked_softmax", "reference_attention", "reference_masked_softmax",
     *_hard_all, *_recurrent_all, *_scores_all,
-    *_decode_all, *_translation_all, *_captioning_all, *_self_attention_all,
+    *_decode_all, *_translation_all, *_captioning_all, *_self_attention_all, *_transformer_all,
 ]

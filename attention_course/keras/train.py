@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pickle
+from collections.abc import Callable
 from pathlib import Path
 
 import keras
@@ -21,11 +22,14 @@ def device() -> str:
     return "/GPU:0" if tf.config.list_physical_devices("GPU") else "/CPU:0"
 
 
-def _masked_loss_and_hits(y, logits, ignore_index):
+def _masked_loss_and_hits(y, logits, ignore_index, label_smoothing=0.0):
     keep = tf.ones_like(y, dtype=tf.bool) if ignore_index is None else tf.not_equal(y, ignore_index)
     # an ignored target may lie outside [0, classes) (−1, −100): give the loss a valid class, then drop it
     per_token = keras.losses.sparse_categorical_crossentropy(tf.where(keep, y, tf.zeros_like(y)), logits,
                                                              from_logits=True)
+    if label_smoothing:                      # as PyTorch: (1 − ε)·(−log p_y) + ε·mean over classes of (−log p_k)
+        uniform = -tf.reduce_mean(tf.nn.log_softmax(logits, axis=-1), axis=-1)
+        per_token = (1.0 - label_smoothing) * per_token + label_smoothing * uniform
     keep_f = tf.cast(keep, per_token.dtype)
     loss = tf.reduce_sum(per_token * keep_f) / tf.maximum(tf.reduce_sum(keep_f), 1.0)
     hits = tf.logical_and(tf.equal(tf.argmax(logits, -1, output_type=y.dtype), y), keep)
@@ -34,14 +38,17 @@ def _masked_loss_and_hits(y, logits, ignore_index):
 
 def fit(model: keras.Model, inputs, targets, *, epochs: int, batch_size: int = 64, lr: float = 1e-3,
         ignore_index: int | None = None, seed: int = 0, desc: str | None = None, clip_norm: float | None = None,
-        validation: tuple | None = None, checkpoint: str | os.PathLike | None = None) -> History:
+        validation: tuple | None = None, checkpoint: str | os.PathLike | None = None, label_smoothing: float = 0.0,
+        schedule: Callable[[int], float] | None = None) -> History:
     """Train ``model(*inputs)`` with Adam on cross-entropy against integer ``targets``.
 
     inputs: a tuple of arrays with the examples on axis 0; targets (n,) or (n, T) class ids;
     positions whose target equals ``ignore_index`` (padding) are left out of the loss and accuracy.
     ``clip_norm`` clips the gradients' global norm. ``validation`` = (inputs, targets) adds ``val_loss`` to the
     history and, at the end, puts back the weights of the epoch with the lowest one. ``checkpoint`` (a file)
-    is written after every epoch; a run that finds it resumes after the epoch it holds.
+    is written after every epoch; a run that finds it resumes after the epoch it holds. ``label_smoothing`` moves
+    that share of each target's probability onto all classes evenly; ``schedule`` maps the step (1, 2, …) to the
+    learning rate, in place of ``lr`` (``attention_course.train.warmup_schedule``).
     Returns the per-epoch history (loss, accuracy[, val_loss]).
     """
     n = validate.examples(inputs, targets)                      # as many examples in each
@@ -49,6 +56,7 @@ def fit(model: keras.Model, inputs, targets, *, epochs: int, batch_size: int = 6
     validate.positive("lr", lr)
     if clip_norm is not None:
         validate.positive("clip_norm", clip_norm)
+    validate.rate("label_smoothing", label_smoothing, "the share of probability spread over all classes")
     optimizer = keras.optimizers.Adam(learning_rate=lr, global_clipnorm=clip_norm)
     logits = model(*[a[:2] for a in inputs])             # build the variables eagerly
     validate.targets(targets, (n, *logits.shape[1:]), ignore_index)
@@ -66,7 +74,7 @@ def fit(model: keras.Model, inputs, targets, *, epochs: int, batch_size: int = 6
     def train_step(xs, y):
         with tf.GradientTape() as tape:
             logits = model(*xs, training=True)
-            loss, hits, count = _masked_loss_and_hits(y, logits, ignore_index)
+            loss, hits, count = _masked_loss_and_hits(y, logits, ignore_index, label_smoothing)
         grads = tape.gradient(loss, model.trainable_variables)
         # embeddings get sparse gradients; Keras' Adam mis-updates a row that repeats within a batch unless
         # they are made dense (see tests/test_package.py::test_keras_fit_updates_repeated_embedding_rows)
@@ -77,12 +85,16 @@ def fit(model: keras.Model, inputs, targets, *, epochs: int, batch_size: int = 6
     rng = np.random.default_rng(seed)
     for _ in range(done):                                        # the same shuffles as an unbroken run
         rng.permutation(n)
-    steps = (epochs - done) * ((n + batch_size - 1) // batch_size)
+    per_epoch = (n + batch_size - 1) // batch_size
+    steps, step = (epochs - done) * per_epoch, done * per_epoch
     with course_inputs.graph_errors(), progress(total=steps, desc=desc or "keras") as bar:
         for epoch in range(done, epochs):
             total, correct, count = 0.0, 0, 0
             for idx in batches(n, batch_size, rng):
                 xs = tuple(tf.convert_to_tensor(a[idx]) for a in inputs)
+                step += 1
+                if schedule is not None:
+                    optimizer.learning_rate.assign(schedule(step))
                 loss, hits, kept = train_step(xs, tf.convert_to_tensor(targets[idx]))
                 total += float(loss) * len(idx)
                 correct += int(hits)

@@ -20,6 +20,8 @@ from .scores import __all__ as _scores_all
 from .self_attention import *  # noqa: F403  (Chapter 7)
 from .self_attention import __all__ as _self_attention_all
 from .train import accuracy, device, evaluate_loss, fit, predict
+from .transformer import *  # noqa: F403  (Chapter 8)
+from .transformer import __all__ as _transformer_all
 from .translation import *  # noqa: F403  (Chapter 5)
 from .translation import __all__ as _translation_all
 
@@ -27,5 +29,5 @@ __all__ = [
     "DotProductAttention", "masked_softmax", "OneToOne", "OneToMany", "ManyToOne", "ManyToMany", "Seq2Seq",
     "fit", "predict", "accuracy", "device", "evaluate_loss",
     *_hard_all, *_pointer_all, *_recurrent_all, *_scores_all, *_translation_all, *_captioning_all, *_draw_all,
-    *_self_attention_all, *_probes_all,
+    *_self_attention_all, *_probes_all, *_transformer_all,
 ]

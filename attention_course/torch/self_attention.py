@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -18,7 +19,7 @@ from .. import validate
 from . import inputs
 
 __all__ = ["causal_mask", "scaled_dot_product_attention", "split_heads", "merge_heads", "SelfAttention",
-           "MultiHeadAttention", "as_framework_layer", "from_framework_layer", "SinusoidalPositions",
+           "KVCache", "MultiHeadAttention", "as_framework_layer", "from_framework_layer", "SinusoidalPositions",
            "LearnedPositions", "rope"]
 
 
@@ -97,6 +98,32 @@ class SelfAttention(nn.Module):
         return (out[0][:, 0], out[1][:, 0]) if return_weights else out[:, 0]
 
 
+class KVCache:
+    """The keys and values one attention layer has computed for the steps decoded so far (Chapter 8): each new
+    step appends its own and attends to all of them, instead of recomputing the whole prefix."""
+
+    def __init__(self):
+        self.keys = self.values = None                                # (B, h, steps so far, d_head)
+
+    def __len__(self) -> int:
+        return 0 if self.keys is None else int(self.keys.shape[-2])
+
+    def append(self, k, v):
+        """Add this step's keys and values (B, h, T, d_head); returns all of them."""
+        if self.keys is None:
+            self.keys, self.values = k, v
+        else:
+            self.keys = torch.cat([self.keys, k], dim=-2)
+            self.values = torch.cat([self.values, v], dim=-2)
+        return self.keys, self.values
+
+    def select(self, index) -> None:
+        """Keep the batch rows ``index`` (beam search reorders its hypotheses)."""
+        if self.keys is not None:
+            index = torch.as_tensor(np.asarray(index), dtype=torch.long, device=self.keys.device)
+            self.keys, self.values = self.keys.index_select(0, index), self.values.index_select(0, index)
+
+
 class MultiHeadAttention(nn.Module):
     """h heads of scaled dot-product attention side by side, each on its own d_model/h-sized projections,
     concatenated and mixed by W_o. ``rotary=True`` rotates each head's queries and keys by position (RoPE)."""
@@ -110,8 +137,11 @@ class MultiHeadAttention(nn.Module):
         self.W_v = nn.Linear(d_model, d_model, bias=bias)
         self.W_o = nn.Linear(d_model, d_model, bias=bias)
 
-    def forward(self, query, key=None, value=None, mask=None, causal: bool = False, return_weights: bool = False):
+    def forward(self, query, key=None, value=None, mask=None, causal: bool = False, return_weights: bool = False,
+                cache: KVCache | None = None):
         # query (B, T_q, d_model); key, value (B, T_k, d_model), default: the query (self-attention)
+        # cache: a KVCache when decoding one step at a time (Chapter 8); this call's keys and values are appended
+        # to it, and the queries attend to all of them
         key = query if key is None else key
         value = key if value is None else value
         query, key, value, mask = inputs.attention(query, key, value, mask)
@@ -119,8 +149,11 @@ class MultiHeadAttention(nn.Module):
         q = split_heads(self.W_q(query), self.heads)                  # (B, h, T_q, d_head)
         k = split_heads(self.W_k(key), self.heads)                    # (B, h, T_k, d_head)
         v = split_heads(self.W_v(value), self.heads)                  # (B, h, T_k, d_head)
+        past = 0 if cache is None else len(cache)                     # positions already in the cache
         if self.rotary:
-            q, k = rope(q, offset=k.shape[-2] - q.shape[-2]), rope(k)
+            q, k = rope(q, offset=past + k.shape[-2] - q.shape[-2]), rope(k, offset=past)
+        if cache is not None:
+            k, v = cache.append(k, v)                                 # (B, h, past + T_k, d_head)
         out = scaled_dot_product_attention(q, k, v, mask, causal, return_weights)
         context, weights = out if return_weights else (out, None)
         context = self.W_o(merge_heads(context))                      # (B, T_q, d_model)

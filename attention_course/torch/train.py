@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -24,14 +25,17 @@ def _tensors(arrays, dev):
 
 def fit(model: nn.Module, inputs, targets, *, epochs: int, batch_size: int = 64, lr: float = 1e-3,
         ignore_index: int | None = None, seed: int = 0, desc: str | None = None, clip_norm: float | None = None,
-        validation: tuple | None = None, checkpoint: str | os.PathLike | None = None) -> History:
+        validation: tuple | None = None, checkpoint: str | os.PathLike | None = None, label_smoothing: float = 0.0,
+        schedule: Callable[[int], float] | None = None) -> History:
     """Train ``model(*inputs)`` with Adam on cross-entropy against integer ``targets``.
 
     inputs: a tuple of arrays with the examples on axis 0; targets (n,) or (n, T) class ids;
     positions whose target equals ``ignore_index`` (padding) are left out of the loss and accuracy.
     ``clip_norm`` clips the gradients' global norm. ``validation`` = (inputs, targets) adds ``val_loss`` to the
     history and, at the end, puts back the weights of the epoch with the lowest one. ``checkpoint`` (a file)
-    is written after every epoch; a run that finds it resumes after the epoch it holds.
+    is written after every epoch; a run that finds it resumes after the epoch it holds. ``label_smoothing`` moves
+    that share of each target's probability onto all classes evenly; ``schedule`` maps the step (1, 2, …) to the
+    learning rate, in place of ``lr`` (``attention_course.train.warmup_schedule``).
     Returns the per-epoch history (loss, accuracy[, val_loss]).
     """
     n = validate.examples(inputs, targets)                                  # as many examples in each
@@ -42,7 +46,9 @@ def fit(model: nn.Module, inputs, targets, *, epochs: int, batch_size: int = 64,
     dev = device()
     model.to(dev).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    loss_fn = nn.CrossEntropyLoss(ignore_index=-100 if ignore_index is None else ignore_index)
+    validate.rate("label_smoothing", label_smoothing, "the share of probability spread over all classes")
+    loss_fn = nn.CrossEntropyLoss(ignore_index=-100 if ignore_index is None else ignore_index,
+                                  label_smoothing=label_smoothing)
     history, best, done = History(), None, 0
     if checkpoint is not None and Path(checkpoint).exists():                 # resume an interrupted run
         saved = torch.load(checkpoint, map_location=dev, weights_only=False)
@@ -53,7 +59,8 @@ def fit(model: nn.Module, inputs, targets, *, epochs: int, batch_size: int = 64,
     for _ in range(done):                                                    # the same shuffles as an unbroken run
         rng.permutation(n)
     checked = False
-    steps = (epochs - done) * ((n + batch_size - 1) // batch_size)
+    per_epoch = (n + batch_size - 1) // batch_size
+    steps, step = (epochs - done) * per_epoch, done * per_epoch
     with progress(total=steps, desc=desc or "pytorch") as bar:
         for epoch in range(done, epochs):
             model.train()
@@ -67,6 +74,10 @@ def fit(model: nn.Module, inputs, targets, *, epochs: int, batch_size: int = 64,
                 loss = loss_fn(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
                 optimizer.zero_grad()
                 loss.backward()
+                step += 1
+                if schedule is not None:
+                    for group in optimizer.param_groups:
+                        group["lr"] = schedule(step)
                 if clip_norm is not None:
                     nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
                 optimizer.step()
