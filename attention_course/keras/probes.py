@@ -85,7 +85,7 @@ class LookbackNet(Model):
         self.positions = positions
         self.embedding = _embedding(n_symbols, d_model)
         self.add_positions = {"sinusoidal": lambda: SinusoidalPositions(d_model),
-                              "learned": lambda: LearnedPositions(max_len, d_model)}.get(positions, _Identity)()
+                              "learned": lambda: LearnedPositions(max_len, d_model)}.get(positions, layers.Identity)()
         self.attention = MultiHeadAttention(d_model, heads, rotary=positions == "rotary")
         self.readout = layers.Dense(n_classes)
 
@@ -97,8 +97,3 @@ class LookbackNet(Model):
         mixed, weights = out if return_weights else (out, None)
         logits = self.readout(x + mixed)                               # (B, T, n_classes)
         return (logits, weights) if return_weights else logits
-
-
-class _Identity(Layer):
-    def call(self, x):
-        return x

@@ -118,11 +118,6 @@ class DecoderLayer(EncoderLayer):
         return (y, w_self, w_cross) if return_weights else y
 
 
-class _Identity(Layer):
-    def call(self, x):
-        return x
-
-
 class Transformer(Model):
     """The encoder–decoder of Vaswani et al.: embeddings scaled by √d, sinusoidal positions, ``layers`` encoder and
     decoder layers, and a linear layer to the target vocabulary; pre-LN adds a final LayerNorm to each stack.
@@ -143,8 +138,8 @@ class Transformer(Model):
         self.dropout = keras.layers.Dropout(dropout)
         self.encoder = [EncoderLayer(d_model, heads, d_ff, dropout, norm_first) for _ in range(layers)]
         self.decoder = [DecoderLayer(d_model, heads, d_ff, dropout, norm_first) for _ in range(layers)]
-        self.encoder_norm = keras.layers.LayerNormalization(epsilon=EPSILON) if norm_first else _Identity()
-        self.decoder_norm = keras.layers.LayerNormalization(epsilon=EPSILON) if norm_first else _Identity()
+        self.encoder_norm = keras.layers.LayerNormalization(epsilon=EPSILON) if norm_first else keras.layers.Identity()
+        self.decoder_norm = keras.layers.LayerNormalization(epsilon=EPSILON) if norm_first else keras.layers.Identity()
         self.out = _dense(tgt_vocab)
 
     def _embed(self, table, ids, offset: int = 0, training=None):
