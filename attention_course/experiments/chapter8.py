@@ -10,12 +10,11 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from .. import session
 from ..text import PAD
 from ..train import warmup_schedule
 from . import chapter5
 
-__all__ = ["SIZES", "build", "train"]
+__all__ = ["SIZES", "train"]
 
 #: Model and training sizes of each run; the data of each is Chapter 5's run of the same name.
 SIZES: dict[str, dict[str, Any]] = {
@@ -24,13 +23,6 @@ SIZES: dict[str, dict[str, Any]] = {
     "full": {"d_model": 256, "heads": 8, "layers": 3, "d_ff": 1024, "dropout": 0.1, "epochs": 20, "warmup": 2000,
              "lr_factor": 1.0, "label_smoothing": 0.1, "batch_size": 128},
 }
-
-
-def build(fw: ModuleType, data: chapter5.Corpus, sizes: dict[str, Any], *, norm_first: bool = False, seed: int = 0):
-    """A ``Transformer`` of framework ``fw`` for ``data``, seeded."""
-    session.seed_everything(seed)
-    return fw.Transformer(len(data.src_tok), len(data.tgt_tok), d_model=sizes["d_model"], heads=sizes["heads"],
-                          layers=sizes["layers"], d_ff=sizes["d_ff"], dropout=sizes["dropout"], norm_first=norm_first)
 
 
 def train(fw: ModuleType, model, data: chapter5.Corpus, sizes: dict[str, Any], *, seed: int = 0,
