@@ -20,6 +20,7 @@ from pathlib import Path
 
 from . import validate
 from .errors import ConfigError
+from .text import BOS
 
 #: What ``ac.torch.cost.forward`` / ``ac.keras.cost.forward`` can build.
 KINDS = ("global", "local-m", "local-p", "dot", "general", "additive", "score-additive", "score-concat")
@@ -66,6 +67,46 @@ def summarize(samples: list[float]) -> dict[str, float]:
 
     q1, median, q3 = np.percentile(np.asarray(samples) * 1000, [25, 50, 75])
     return {"median_ms": float(median), "q1_ms": float(q1), "q3_ms": float(q3), "runs": len(samples)}
+
+
+def attention_flops(kind: str, length: int, *, batch: int = 8, heads: int = 8, d_head: int = 64,
+                    backward: bool = False) -> int:
+    """Floating-point operations of one pass of a ``ch7-mha`` case, counting the matrix products only (2 per
+    multiply-add; the softmax and the scaling are a few per score and left out): QKᵀ and the weighted sum of V
+    cost 4·B·h·T²·d_head; the two layers (``course``, ``framework``) add the four projections, 8·B·T·D² with
+    D = h·d_head. A backward pass does two products for each product of the forward pass: ×3 in all."""
+    validate.choice("attention kind", kind, ("explicit", "fused", "course", "framework"))
+    width = heads * d_head
+    flops = 4 * batch * heads * length ** 2 * d_head
+    if kind in ("course", "framework"):
+        flops += 8 * batch * length * width ** 2
+    return 3 * flops if backward else flops
+
+
+def decoding_pass(fw, kind: str, steps: int, *, batch: int = 8, src_len: int = 16, vocab: int = 1000,
+                  seed: int = 0) -> Callable[[], None]:
+    """A function that decodes ``steps`` tokens greedily (no early stop) for ``batch`` random sentences of
+    ``src_len`` tokens with a seeded random-weight ``fw.Transformer`` (d_model 64, 4 heads, 2 layers, d_ff 256):
+    with its key–value cache (``kind="cache"``) or recomputing the whole prefix at every step
+    (``"recompute"``, :class:`attention_course.decode.Recompute`)."""
+    import numpy as np
+
+    from . import decode, session
+
+    validate.choice("decoding kind", kind, ("cache", "recompute"))
+    session.seed_everything(seed)
+    model = fw.Transformer(vocab, vocab, d_model=64, heads=4, layers=2, d_ff=256, dropout=0.0)
+    src = np.random.default_rng(seed).integers(4, vocab, size=(batch, src_len))
+    mask = np.ones((batch, src_len), bool)
+    decoder = model if kind == "cache" else decode.Recompute(model)
+
+    def run() -> None:
+        state, tokens = decoder.start(src, mask), np.full(batch, BOS)
+        for _ in range(steps):
+            log_probs, state, _ = decoder.step(tokens, state)
+            tokens = log_probs.argmax(-1)
+
+    return run
 
 
 def machine() -> dict[str, object]:

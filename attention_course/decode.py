@@ -12,6 +12,7 @@ All B sentences (times K beams) go through one ``step`` call per time step. The 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from . import validate
 from .errors import ConfigError, ShapeError
 from .text import BOS, EOS, PAD
 
-__all__ = ["Decoded", "StepDecoder", "beam_search", "beam_step", "exhaustive_search", "greedy_search"]
+__all__ = ["Decoded", "Recompute", "StepDecoder", "beam_search", "beam_step", "exhaustive_search", "greedy_search"]
 
 MAX_SEQUENCES = 200_000   # exhaustive_search refuses more
 EPS = 1e-6                # coverage: log(max(coverage, EPS)), so an ignored source position costs log(1e-6)
@@ -51,6 +52,40 @@ class Decoded:
     log_probs: np.ndarray                  # (B,) sums of the log-probs
     attention: list[np.ndarray] | None     # per sentence (len(tokens) + 1, S), the EOS step included; None if
                                            # the decoder gives none (no EOS step for a hypothesis cut at max_len)
+
+
+class Recompute:
+    """A Transformer (``start``, ``decode``, ``reorder``) decoded without its key–value cache: each step runs the
+    whole prefix through the decoder again and keeps the last position's scores. It must give what the cached
+    decoder gives (Chapter 8 checks this), only more slowly: step t does t times the work."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def start(self, src, src_mask):
+        return {"state": self.model.start(src, src_mask), "tokens": []}
+
+    def step(self, tokens, state):
+        prefix = np.stack([*state["tokens"], np.asarray(tokens)], axis=1)           # (N, steps so far)
+        inner = state["state"]
+        with _no_grad(self.model):
+            logits = self.model.decode(prefix, inner["memory"], inner["mask"])[:, -1]
+        logits = logits.detach().cpu().numpy() if hasattr(logits, "detach") else np.asarray(logits)
+        log_probs = logits - logits.max(-1, keepdims=True)
+        log_probs -= np.log(np.exp(log_probs).sum(-1, keepdims=True))
+        return log_probs, {**state, "tokens": [*state["tokens"], np.asarray(tokens)]}, None
+
+    def reorder(self, state, index):
+        return {"state": self.model.reorder(state["state"], index), "tokens": [t[index] for t in state["tokens"]]}
+
+
+def _no_grad(model):
+    """``torch.no_grad()`` for a PyTorch model (its cached ``step`` runs without autograd too), else nothing."""
+    if hasattr(model, "zero_grad"):
+        import torch
+
+        return torch.no_grad()
+    return contextlib.nullcontext()
 
 
 def beam_step(log_probs: np.ndarray, scores: np.ndarray, finished: np.ndarray, beam: int):

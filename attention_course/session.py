@@ -59,6 +59,18 @@ def seed_from_env(default: int) -> int:
     return int(raw)
 
 
+def cpu_threads() -> int:
+    """Give PyTorch ``COURSE_TORCH_THREADS`` CPU threads (1 unless set) and return the number. The course's models
+    are small: one thread is as fast, and with two threads PyTorch slows down ~10x whenever another process holds
+    a core (measured on a 2-core machine)."""
+    import torch
+
+    from .errors import EnvError
+
+    torch.set_num_threads(EnvError.positive("COURSE_TORCH_THREADS", 1, int, "CPU threads for PyTorch"))
+    return torch.get_num_threads()
+
+
 def setup(seed: int = 0, *, scale: str | None = None, frameworks: str | None = None, banner: bool = True) -> Session:
     """Prepare a notebook: quiet logs, choose profile and frameworks, seed every RNG, register the
     ``%%keras``/``%%pytorch`` magics, use the course's chart renderer, print one banner line.
@@ -99,10 +111,7 @@ def setup(seed: int = 0, *, scale: str | None = None, frameworks: str | None = N
         if torch.cuda.is_available():
             device = f"cuda ({torch.cuda.get_device_name(0)})"
         else:
-            # The course's models are small: one thread is as fast, and with two threads PyTorch slows
-            # down ~10x whenever another process holds a core (measured on a 2-core machine).
-            from .errors import EnvError
-            torch.set_num_threads(EnvError.positive("COURSE_TORCH_THREADS", 1, int, "CPU threads for PyTorch"))
+            cpu_threads()
             threads = f", {torch.get_num_threads()} CPU thread(s)"
         parts.append(f"pytorch {torch.__version__}{threads}")
     parts.append(f"device {device}")

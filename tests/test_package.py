@@ -274,7 +274,7 @@ def test_benchmark_results_are_committed_and_complete():
     # the chapters quote these; every case of tools/bench.py is there, in both frameworks, with its spread
     from attention_course import bench
 
-    for case in ("ch2-length", "ch2-window", "ch4-concat", "ch4-scores", "ch7-mha"):
+    for case in ("ch2-length", "ch2-window", "ch4-concat", "ch4-scores", "ch7-mha", "ch8-kvcache"):
         rows = bench.load(case)
         assert {r["framework"] for r in rows} == {"keras", "pytorch"}, case
         assert all(r["q1_ms"] <= r["median_ms"] <= r["q3_ms"] and r["runs"] >= 5 for r in rows), case  # not timed

@@ -73,3 +73,48 @@ def test_hardware_names_the_gpu(monkeypatch):
     assert chapter5.hardware().endswith("cores, with a GPU (NVIDIA H200)")
     monkeypatch.setattr(scale, "gpu_visible", lambda: False)
     assert chapter5.hardware().endswith("cores, no GPU")
+
+
+def _run(model, seed, bleu):
+    score = {"bleu": bleu, "chrf": 2 * bleu, "decode_seconds": 1.0}
+    return {"model": model, "seed": seed, "parameters": 10, "train_seconds": 20.0, "epochs": 10,
+            "beam1": {**score, "bleu": bleu - 1}, "beam5": score}
+
+
+def test_head_to_head_gives_mean_and_spread_over_seeds():
+    from attention_course.experiments import chapter8
+
+    table = chapter8.head_to_head([_run("Bahdanau", 0, 30.0)],
+                                  [_run("Transformer", s, b) for s, b in enumerate((34.0, 36.0, 35.0))])
+    assert list(table.index) == ["Bahdanau", "Transformer"]
+    assert table.loc["Transformer", "seeds"] == 3 and table.loc["Bahdanau", "seeds"] == 1
+    assert table.loc["Transformer", "BLEU (beam 5)"] == pytest.approx(35.0)
+    assert table.loc["Transformer", "BLEU (beam 5) sd"] == pytest.approx(1.0)
+    assert table.loc["Transformer", "BLEU (greedy)"] == pytest.approx(34.0)
+    assert table.loc["Transformer", "s / epoch"] == pytest.approx(2.0)
+    assert table["BLEU (beam 5) sd"].isna()["Bahdanau"]                   # one seed: no spread
+
+
+def test_chapter8_tool_sets_sizes_and_prints_the_committed_table(capsys):
+    from tools import chapter8_full
+
+    assert chapter8_full.overrides(["--size", "full", "--set", "dropout=0.3", "--set", "epochs=30"]) == (
+        ["--size", "full"], {"dropout": 0.3, "epochs": 30})
+    with pytest.raises(SystemExit, match="--set takes KEY=VALUE"):
+        chapter8_full.overrides(["--set", "dropuot=0.3"])
+    assert chapter8_full.main(["--size", "full", "--table"]) == 0
+    out = capsys.readouterr().out
+    for model in ("no attention", "Bahdanau", "Luong", "Transformer", "post-LN, no warm-up"):
+        assert f"| {model} " in out, out
+    with pytest.raises(SystemExit, match="no results file .*cpu-pytorch.json"):
+        chapter8_full.table("cpu")
+
+
+def test_results_are_written_and_the_training_clock_kept_beside_the_checkpoint(tmp_path):
+    import time
+
+    ckpt = tmp_path / "run.ckpt"
+    full_run.seconds_so_far(ckpt, time.perf_counter())
+    assert (tmp_path / "run.ckpt.seconds").exists()           # a resumed run adds its time to this one's
+    full_run.write(tmp_path / "a" / "full-pytorch.json", {"runs": [{"model": "Transformer"}]})
+    assert json.loads((tmp_path / "a" / "full-pytorch.json").read_text())["runs"][0]["model"] == "Transformer"

@@ -222,6 +222,28 @@ def test_every_benchmarked_attention_runs(fw, backward):
         fw.cost.attention_pass("sparse", 8)
 
 
+def test_attention_flops_count_what_torch_counts():
+    # the benchmark's TFLOP/s divide ac.bench.attention_flops by the time: check the count against PyTorch's own
+    # counter of matrix-product FLOPs (which does not count the fused kernel on a CPU: compare the differences)
+    import torch  # noqa: F401
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counted = {}
+    for kind in ac.torch.cost.MHA_KINDS:
+        for backward in (False, True):
+            run = ac.torch.cost.attention_pass(kind, 32, batch=2, heads=2, d_head=8, backward=backward)
+            with FlopCounterMode(display=False) as counter:
+                run()
+            counted[kind, backward] = counter.get_total_flops()
+    for backward in (False, True):
+        def ours(kind, backward=backward):
+            return ac.bench.attention_flops(kind, 32, batch=2, heads=2, d_head=8, backward=backward)
+
+        assert counted["explicit", backward] == ours("explicit") == 4 * 2 * 2 * 32 ** 2 * 8 * (3 if backward else 1)
+        for layer in ("course", "framework"):      # the layers add the four projections to their attention core
+            assert counted[layer, backward] - counted["fused", backward] == ours(layer) - ours("fused")
+
+
 # ---- bad inputs ------------------------------------------------------------------------------------------------
 
 def test_bad_arguments_name_the_rule(fw):

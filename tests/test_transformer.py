@@ -10,7 +10,7 @@ from conftest import to_numpy
 
 import attention_course as ac
 from attention_course import decode
-from attention_course.errors import InputError, ShapeError
+from attention_course.errors import ConfigError, InputError, ShapeError
 from attention_course.parity import torch_to_keras
 
 RTOL, ATOL = 1e-5, 1e-5
@@ -94,6 +94,25 @@ def test_cached_decoding_equals_recomputing_the_prefix(fw_name, norm_first):
         log_probs, state, _ = model.step(tgt[:, i], state)
         np.testing.assert_allclose(log_probs, full[:, i], rtol=1e-4, atol=1e-4)
     assert len(state["caches"][0]) == tgt.shape[1]                                  # one cached step per token
+
+
+@pytest.mark.parametrize("fw_name", ["torch", "keras"])
+def test_recompute_decodes_as_the_cache_does_in_beam_search(fw_name):
+    # decode.Recompute (no cache: the whole prefix again at each step) is the baseline of make bench's ch8-kvcache
+    t, k = _models(False, seed=1)
+    model = t if fw_name == "torch" else k
+    src, mask, _ = _batch(3)
+    cached = decode.beam_search(model, src, mask, beam=3, max_len=8)
+    again = decode.beam_search(decode.Recompute(model), src, mask, beam=3, max_len=8)
+    assert [list(a) for a in cached.tokens] == [list(b) for b in again.tokens]
+    np.testing.assert_allclose(cached.scores, again.scores, rtol=1e-4, atol=1e-4)
+
+
+def test_the_decoding_benchmark_runs_both_ways():
+    for kind in ("cache", "recompute"):
+        ac.bench.decoding_pass(ac.torch, kind, 3, batch=2, src_len=4, vocab=20)()
+    with pytest.raises(ConfigError, match="decoding kind"):
+        ac.bench.decoding_pass(ac.torch, "cached", 3)
 
 
 def test_beam_search_reorders_the_cache():

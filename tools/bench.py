@@ -13,7 +13,12 @@ Cases (the chapters quote them through ``ac.bench.load(case)``):
   ch7-mha      multi-head attention at batch 8 × 8 heads × d_head 64 against the length T, forward and forward +
                backward: the explicit softmax, the fused kernel, the course's MultiHeadAttention (weights not
                requested) and the framework's own layer (Keras up to T = 2048: its explicit path is slow there)
-  ch7-memory   the peak extra resident memory of one forward pass of each of those, each in a fresh process
+               and each row's TFLOP/s (``ac.bench.attention_flops`` / median); on a GPU the machine's entry adds
+               the TFLOP/s of an 8192³ float32 matrix product, the reference to read them against
+  ch8-kvcache  greedy decoding of 8 sentences by a small random Transformer with its key–value cache and recomputing
+               the prefix at every step, against the number of steps
+  ch7-memory   the peak extra memory of one forward pass of each of those, each in a fresh process: resident
+               memory on a CPU, the GPU memory PyTorch allocates on a GPU
 Each row: median and quartiles in milliseconds over ``repeats`` runs after two warm-up runs; the cases that are
 compared take turns (ac.bench.time_interleaved). Timings are never asserted anywhere.
 """
@@ -25,6 +30,7 @@ import json
 import os
 import subprocess
 import sys
+from importlib import import_module
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,7 +40,8 @@ LENGTHS = [128, 256, 512, 1024, 2048, 4096]
 WINDOWS = [1, 2, 4, 8, 16, 32, 64]
 SCORE_LENGTHS, SCORE_SIZES = [16, 64, 256], [16, 64]
 MHA_LENGTHS = {"pytorch": [128, 256, 512, 1024, 2048, 4096], "keras": [128, 256, 512, 1024, 2048]}
-CASES = ("ch2", "ch4", "ch7")   # and "ch7-memory": Chapter 7's memory case alone
+CACHE_STEPS = [8, 16, 32, 64, 128]
+CASES = ("ch2", "ch4", "ch7", "ch8")   # and "ch7-memory": Chapter 7's memory case alone
 
 
 def peak_mb(framework: str, kind: str, length: int) -> float:
@@ -48,12 +55,24 @@ def peak_mb(framework: str, kind: str, length: int) -> float:
 def _peak_child(framework: str, kind: str, length: int) -> None:
     """Build the case, note the resident memory, run one forward pass, print the peak extra MB."""
     import attention_course as ac
+    from attention_course import frameworks, session
 
-    ac.setup(seed=0, frameworks=framework, banner=False)
+    frameworks.use(framework)
+    session.seed_everything(0)
+    if framework == "pytorch" and ac.torch.train.device().type == "cpu":
+        session.cpu_threads()                                   # as ac.setup does
     cost = ac.torch.cost if framework == "pytorch" else ac.keras.cost
     run = cost.attention_pass(kind, 16)                               # load the kernels at a tiny size first
     run()
     run = cost.attention_pass(kind, length)
+    if framework == "pytorch" and ac.torch.train.device().type == "cuda":
+        import torch
+
+        torch.cuda.reset_peak_memory_stats()
+        allocated = torch.cuda.memory_allocated()
+        run()
+        print(max(torch.cuda.max_memory_allocated() - allocated, 0) / 2**20)
+        return
     resident = int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     run()
     print(max(_high_water() - resident, 0) / 2**20)
@@ -73,10 +92,13 @@ def measure(cost, repeats: int, chapters=CASES, framework: str = "pytorch") -> d
 
     cases: dict[str, list[dict]] = {}
 
-    def record(case, runs, make=cost.forward, repeats=repeats, warmup=2, **fixed):
+    def record(case, runs, make=cost.forward, repeats=repeats, warmup=2, flops=None, **fixed):
         samples = bench.time_interleaved({k: make(k, **a) for k, a in runs.items()}, repeats=repeats, warmup=warmup)
         for kind, s in samples.items():
-            cases.setdefault(case, []).append({"kind": kind, **fixed, **runs[kind], **bench.summarize(s)})
+            row = {"kind": kind, **fixed, **runs[kind], **bench.summarize(s)}
+            if flops:
+                row["tflops"] = flops(kind, **runs[kind]) / (row["median_ms"] / 1e3) / 1e12
+            cases.setdefault(case, []).append(row)
 
     if "ch7-memory" in chapters and "ch7" not in chapters:
         for n in MHA_LENGTHS[framework]:
@@ -87,12 +109,17 @@ def measure(cost, repeats: int, chapters=CASES, framework: str = "pytorch") -> d
         for n in MHA_LENGTHS[framework]:
             for backward in (False, True):
                 record("ch7-mha", {k: {"length": n, "backward": backward} for k in cost.MHA_KINDS},
-                       make=cost.attention_pass, repeats=min(repeats, 5), warmup=1,
+                       make=cost.attention_pass, repeats=min(repeats, 5), warmup=1, flops=bench.attention_flops,
                        passes="forward and backward" if backward else "forward")
                 print(f"  ch7-mha T={n} backward={backward}", flush=True)
             for kind in cost.MHA_KINDS:
                 cases.setdefault("ch7-memory", []).append(
                     {"kind": kind, "length": n, "peak_mb": peak_mb(framework, kind, n)})
+    if "ch8" in chapters:
+        fw = import_module(f"attention_course.{'torch' if framework == 'pytorch' else 'keras'}")
+        for n in CACHE_STEPS:
+            record("ch8-kvcache", {k: {"steps": n} for k in ("cache", "recompute")},
+                   make=lambda kind, steps: bench.decoding_pass(fw, kind, steps), repeats=min(repeats, 7))
     if "ch2" in chapters:
         for n in LENGTHS:
             record("ch2-length", {k: {"length": n, "window": 8, "dim": 32} for k in ("global", "local-m", "local-p")})
@@ -112,7 +139,7 @@ def main() -> int:
     parser.add_argument("--frameworks", default="both", help="both, keras or pytorch")
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--out", type=Path, default=ROOT / "attention_course" / "benchmarks")
-    parser.add_argument("--cases", default=",".join(CASES), help="chapters whose cases to run: ch2, ch4, ch7")
+    parser.add_argument("--cases", default=",".join(CASES), help="chapters whose cases to run: ch2, ch4, ch7, ch8")
     parser.add_argument("--peak", nargs=3, metavar=("FRAMEWORK", "KIND", "LENGTH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.peak:
@@ -123,12 +150,15 @@ def main() -> int:
         parser.error(f"--cases takes {', '.join(CASES)} or ch7-memory; got {args.cases!r}")
 
     import attention_course as ac
-    from attention_course import bench
+    from attention_course import bench, frameworks, session
+    from attention_course._quiet import quiet_frameworks
 
-    session = ac.setup(seed=0, frameworks=args.frameworks)
+    quiet_frameworks()                                   # no ac.setup: a benchmark needs no charts or magics
+    chosen = frameworks.use(args.frameworks)
+    session.seed_everything(0)
     info, versions, gpu = bench.machine(), {}, None
     results: dict[str, list[dict]] = {}
-    for fw in session.frameworks:
+    for fw in chosen:
         if fw == "keras":
             import keras
             import tensorflow as tf
@@ -139,9 +169,13 @@ def main() -> int:
             import torch
 
             versions["torch"] = torch.__version__
+            if not torch.cuda.is_available():
+                session.cpu_threads()                           # as ac.setup does: what the chapters run with
             info["torch_threads"] = torch.get_num_threads()
             gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
             cost = ac.torch.cost
+            if gpu and "ch7" in chapters:
+                info["matmul_tflops_float32"] = cost.matmul_tflops()
         for case, rows in measure(cost, args.repeats, chapters, fw).items():
             results.setdefault(case, []).extend({"framework": fw, **row} for row in rows)
             print(f"{fw} · {case}: {len(rows)} rows", flush=True)
@@ -149,7 +183,7 @@ def main() -> int:
     path = args.out / f"{name}.json"
     old = json.loads(path.read_text()) if path.exists() else {"cases": {}}
     for case in results:   # a run of one framework keeps the other framework's rows
-        kept = [r for r in old["cases"].get(case, []) if r["framework"] not in session.frameworks]
+        kept = [r for r in old["cases"].get(case, []) if r["framework"] not in chosen]
         results[case] = kept + results[case]
     measured = {case: old.get("machine", {}).get("date") for case in old["cases"]}
     measured.update(old.get("measured", {}))

@@ -13,7 +13,6 @@ run started again resumes from them (delete them to start over).
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 import time
@@ -50,9 +49,7 @@ def main(argv: list[str] | None = None) -> int:
             ckpt = ROOT / "build/chapter5" / f"{args.size}-{args.framework}-{chapter5.MODELS[name]}-seed{seed}.ckpt"
             start = time.perf_counter()
             history = chapter5.train(fw, model, data, sizes, seed=seed, checkpoint=ckpt, desc=name)
-            clock = ckpt.with_name(ckpt.name + ".seconds")            # training time summed over resumed runs
-            seconds = time.perf_counter() - start + (float(clock.read_text()) if clock.exists() else 0.0)
-            clock.write_text(f"{seconds}\n")
+            seconds = full_run.seconds_so_far(ckpt, start)                # summed over resumed runs
             run = {"model": name, "seed": seed, "parameters": chapter5.parameters(model),
                    "train_seconds": seconds, "epochs": len(history), "best_epoch": history.best_epoch,
                    "history": history.metrics}
@@ -69,8 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             results["runs"].append(run)
             print(f"{name} seed {seed}: BLEU {run['beam1']['bleu']:.1f} (greedy), {run['beam5']['bleu']:.1f} "
                   f"(beam 5), {seconds:.0f} s", flush=True)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+            full_run.write(out, results)
     print(f"wrote {out}")
     return 0
 

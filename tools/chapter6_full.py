@@ -10,7 +10,6 @@ The experiment is ``attention_course.experiments.chapter6`` (the notebook calls 
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 import time
@@ -60,8 +59,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name} seed {seed}: BLEU-4 {run['beam1']['BLEU-4']:.1f} (greedy), {run['beam3']['BLEU-4']:.1f} "
                   f"(beam 3), correctness {found['correctness']:.3f} (chance {found['chance']:.3f}), "
                   f"{seconds:.0f} s", flush=True)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+            full_run.write(out, results)
     print(f"wrote {out}")
     return 0
 

@@ -62,6 +62,23 @@ def arguments(doc: str, sizes: dict[str, Any], models: list[str], out: Path,
     return args
 
 
+def write(out: Path, results: dict[str, Any]) -> None:
+    """Write a results file; the tools call it after every model, so an interrupted run keeps what it measured."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+
+
+def seconds_so_far(checkpoint: Path, started: float) -> float:
+    """Training seconds since ``started`` (``time.perf_counter()``) plus those of earlier runs resumed from
+    ``checkpoint``, kept beside it in ``<checkpoint>.seconds`` (updated here)."""
+    import time
+
+    clock = checkpoint.with_name(checkpoint.name + ".seconds")
+    seconds = time.perf_counter() - started + (float(clock.read_text()) if clock.exists() else 0.0)
+    clock.write_text(f"{seconds}\n")
+    return seconds
+
+
 def merge(files: list[Path]) -> dict[str, Any]:
     """One results dict from several files of the same size and framework: the runs of all, in order, and the
     commands that made them. Files of another size or framework are refused."""

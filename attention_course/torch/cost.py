@@ -24,7 +24,7 @@ from torch.utils._pytree import tree_flatten
 from ..bench import build_layer
 from .train import device
 
-__all__ = ["forward", "tensor_elements", "attention_pass", "MHA_KINDS"]
+__all__ = ["forward", "tensor_elements", "attention_pass", "matmul_tflops", "MHA_KINDS"]
 
 #: What ``attention_pass`` can run.
 MHA_KINDS = ("explicit", "fused", "course", "framework")
@@ -125,3 +125,21 @@ def attention_pass(kind: str, length: int, *, batch: int = 8, heads: int = 8, d_
         sync()
 
     return run
+
+
+def matmul_tflops(n: int = 8192, repeats: int = 10) -> float:
+    """TFLOP/s of an n × n × n float32 matrix product on ``device()``, the median of ``repeats`` after two warm-up
+    products: the reference against which the benchmark reads its attention's TFLOP/s (what this device reaches
+    in float32 on the operation it does best)."""
+    from attention_course import bench
+
+    gen = torch.Generator().manual_seed(0)
+    a, b = (torch.randn(n, n, generator=gen).to(device()) for _ in range(2))
+    sync = torch.cuda.synchronize if device().type == "cuda" else (lambda: None)
+
+    def run() -> None:
+        a @ b
+        sync()
+
+    seconds = sorted(bench.time_interleaved({"matmul": run}, repeats=repeats)["matmul"])[repeats // 2]
+    return 2 * n ** 3 / seconds / 1e12
