@@ -24,7 +24,8 @@ from . import validate
 from .errors import ConfigError, ShapeError
 from .text import BOS, EOS, PAD
 
-__all__ = ["Decoded", "Recompute", "StepDecoder", "beam_search", "beam_step", "exhaustive_search", "greedy_search"]
+__all__ = ["Decoded", "Recompute", "StepDecoder", "beam_search", "beam_step", "exhaustive_search", "greedy_search",
+           "sample", "tempered"]
 
 MAX_SEQUENCES = 200_000   # exhaustive_search refuses more
 EPS = 1e-6                # coverage: log(max(coverage, EPS)), so an ignored source position costs log(1e-6)
@@ -213,6 +214,64 @@ def exhaustive_search(decoder: StepDecoder, src, src_mask, *, max_len: int, alph
 
 
 # ---- helpers -------------------------------------------------------------------------------------------------
+
+def tempered(log_probs: np.ndarray, temperature) -> np.ndarray:
+    """softmax(log p / temperature) over the last axis, in float64: the distribution a sampler draws from. Below 1
+    it sharpens p (towards the most likely token), above 1 it flattens it (towards uniform). ``temperature``: a
+    number > 0, or one per row (an array that broadcasts against ``log_probs[..., :1]``)."""
+    t = _temperatures(temperature)
+    if np.any(t == 0):
+        raise ConfigError("temperature must be > 0 here (0, greedy, has no distribution: use sample(...) with 0)")
+    z = np.asarray(log_probs, dtype=np.float64) / t
+    z = np.exp(z - z.max(-1, keepdims=True))
+    return z / z.sum(-1, keepdims=True)
+
+
+def _temperatures(temperature) -> np.ndarray:
+    t = np.asarray(temperature)
+    if t.dtype.kind not in "iuf" or not np.all(np.isfinite(t)) or np.any(t < 0):
+        raise ConfigError(f"temperature must be a finite number >= 0 (0 is greedy), or one per row; "
+                          f"got {temperature!r}")
+    return t.astype(np.float64)
+
+
+def sample(model, prompt, *, steps: int, temperature=1.0, seed: int = 0) -> np.ndarray:
+    """Continue each row of ``prompt`` (B, P) int ids by ``steps`` tokens from a language model, each drawn from
+    ``tempered(log p, temperature)`` of the next token; ``temperature`` is one number or one per row, and 0 takes
+    the most likely token (greedy). Returns (B, steps).
+
+    The model takes part through ``start(prefix)`` (B, P') → state and ``step(tokens, state)`` → (log_probs (B, V),
+    state, _), and reads at most ``model.context`` tokens: when its cache is full, it starts again from the last
+    half of the text so far. The draws come from NumPy (seeded), so both frameworks' models sample alike."""
+    text = np.asarray(prompt)
+    validate.id_shape("prompt", text.shape)
+    steps = validate.integer("steps", steps)
+    t = _temperatures(temperature)
+    if t.ndim > 1 or (t.ndim == 1 and len(t) != len(text)):
+        raise ShapeError(f"temperature has shape {t.shape}: give one number, or one per prompt row "
+                         f"(prompt shape {text.shape})")
+    t = np.broadcast_to(t, (len(text),))
+    greedy = t == 0
+    window = int(getattr(model, "context", np.iinfo(np.int32).max))
+    rng = np.random.default_rng(seed)
+
+    def restart(keep: int):                          # the cache holds all of the last `keep` tokens but the newest
+        return model.start(text[:, text.shape[1] - keep:-1]), keep - 1
+
+    state, cached = restart(min(text.shape[1], window))
+    for _ in range(steps):
+        if cached == window:
+            state, cached = restart(max(window // 2, 1))
+        log_probs, state, _ = model.step(text[:, -1], state)
+        cached += 1
+        nxt = log_probs.argmax(-1)
+        if not greedy.all():
+            cdf = tempered(log_probs[~greedy], t[~greedy, None]).cumsum(-1)           # (rows, V)
+            drawn = (cdf < rng.random((len(cdf), 1)) * cdf[:, -1:]).sum(-1)
+            nxt[~greedy] = np.minimum(drawn, cdf.shape[-1] - 1)
+        text = np.concatenate([text, nxt[:, None].astype(text.dtype)], axis=1)
+    return text[:, text.shape[1] - steps:]
+
 
 def _inputs(src, src_mask, max_len):
     src, src_mask = np.asarray(src), np.asarray(src_mask)

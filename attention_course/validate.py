@@ -258,6 +258,13 @@ def positions(length, max_len: int) -> None:
                          f"learned table cannot go past the length it was built for (sinusoids and RoPE can)")
 
 
+def within_context(length, context: int) -> None:
+    """A language model reads at most ``context`` tokens: the cached ones and the new ones together."""
+    if length is not None and length > context:
+        raise ShapeError(f"LanguageModel reads at most context={context} tokens, but got {length} (the cached tokens "
+                         f"and the input together): keep the last {context}, or build the model with a larger context")
+
+
 def rope_shape(shape) -> None:
     """RoPE rotates pairs of features: x (B, h, T, d) with d even."""
     if len(shape) != 4 or (shape[-1] is not None and shape[-1] % 2):

@@ -19,7 +19,7 @@ from . import inputs
 from .base import BuildOnCall, Layer, Model
 from .self_attention import KVCache, MultiHeadAttention, _sinusoids
 
-__all__ = ["FeedForward", "EncoderLayer", "DecoderLayer", "Transformer", "framework_encoder_layer"]
+__all__ = ["FeedForward", "EncoderLayer", "DecoderLayer", "Transformer", "LanguageModel", "framework_encoder_layer"]
 
 EPSILON = 1e-5   # LayerNorm's epsilon, PyTorch's default (Keras' own is 1e-3)
 
@@ -63,12 +63,14 @@ def _attend(attention, h, return_weights: bool, **kw):
 
 class EncoderLayer(BuildOnCall, Layer):
     """Self-attention, then the feed-forward network; each adds its output to its input (the residual) and is
-    normalised by a LayerNorm after the sum (post-LN, ``norm_first=False``) or before the sub-layer (pre-LN)."""
+    normalised by a LayerNorm after the sum (post-LN, ``norm_first=False``) or before the sub-layer (pre-LN).
+    ``causal=True`` lets each position see only itself and earlier ones: the block of a decoder-only model, which is
+    the decoder layer without its attention over an encoder; ``cache`` (a ``KVCache``) then decodes step by step."""
 
     def __init__(self, d_model: int, heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False,
-                 **kwargs):
+                 causal: bool = False, **kwargs):
         super().__init__(**kwargs)
-        self.norm_first = norm_first
+        self.norm_first, self.causal = norm_first, causal
         self.self_attention = _attention(d_model, heads)
         self.feed_forward = FeedForward(d_model, d_ff, dropout)
         self.norm_1 = layers.LayerNormalization(epsilon=EPSILON)
@@ -83,11 +85,11 @@ class EncoderLayer(BuildOnCall, Layer):
         out, w = sublayer(x)
         return norm(x + self.dropout(out, training=training)), w
 
-    def call(self, x, mask=None, return_weights: bool = False, training=None):
+    def call(self, x, mask=None, return_weights: bool = False, cache: KVCache | None = None, training=None):
         # x (B, S, d), mask (B, S) → (B, S, d) [, weights (B, h, S, S)]
         x = inputs.floats(x, "x")
-        x, w = self.residual(x, lambda h: _attend(self.self_attention, h, return_weights, mask=mask), self.norm_1,
-                             training)
+        x, w = self.residual(x, lambda h: _attend(self.self_attention, h, return_weights, mask=mask,
+                                                  causal=self.causal, cache=cache), self.norm_1, training)
         x, _ = self.residual(x, lambda h: (self.feed_forward(h, training=training), None), self.norm_2, training)
         return (x, w) if return_weights else x
 
@@ -99,7 +101,7 @@ class DecoderLayer(EncoderLayer):
 
     def __init__(self, d_model: int, heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False,
                  **kwargs):
-        super().__init__(d_model, heads, d_ff, dropout, norm_first, **kwargs)
+        super().__init__(d_model, heads, d_ff, dropout, norm_first, causal=True, **kwargs)
         self.cross_attention = _attention(d_model, heads)
         self.norm_3 = layers.LayerNormalization(epsilon=EPSILON)
 
@@ -109,7 +111,7 @@ class DecoderLayer(EncoderLayer):
         # [, self-attention weights (B, h, T, T), cross-attention weights (B, h, T, S)]
         y = inputs.floats(y, "y")
         y, w_self = self.residual(
-            y, lambda h: _attend(self.self_attention, h, return_weights, causal=True, cache=cache), self.norm_1,
+            y, lambda h: _attend(self.self_attention, h, return_weights, causal=self.causal, cache=cache), self.norm_1,
             training)
         y, w_cross = self.residual(
             y, lambda h: _attend(self.cross_attention, h, return_weights, key=memory, mask=memory_mask), self.norm_2,
@@ -200,6 +202,55 @@ class Transformer(Model):
         index = ops.convert_to_tensor(np.asarray(index), dtype="int32")
         return {**state, "memory": ops.take(state["memory"], index, axis=0),
                 "mask": ops.take(state["mask"], index, axis=0)}
+
+
+class LanguageModel(Model):
+    """A decoder-only Transformer (the GPT of Radford et al.): token embeddings scaled by √d plus sinusoids,
+    ``layers`` causal ``EncoderLayer`` blocks (decoder layers without cross-attention), a final LayerNorm (pre-LN)
+    and a linear layer to the vocabulary. ids (B, T) → logits (B, T, V), where position t scores the token at t + 1.
+    It reads at most ``context`` tokens; ``start``/``step`` generate one token at a time with a key–value cache
+    (``attention_course.decode.sample``)."""
+
+    def __init__(self, vocab: int, d_model: int = 64, heads: int = 4, layers: int = 2, d_ff: int = 256,
+                 dropout: float = 0.1, norm_first: bool = True, context: int = 128, **kwargs):
+        super().__init__(**kwargs)
+        vocab, d_model, layers, d_ff, context = validate.sizes(
+            vocab=vocab, d_model=d_model, layers=layers, d_ff=d_ff, context=context)
+        self.d_model, self.context = d_model, context
+        unit = initializers.RandomNormal(stddev=d_model ** -0.5)
+        self.embedding = keras.layers.Embedding(vocab, d_model, embeddings_initializer=unit)
+        self.dropout = keras.layers.Dropout(dropout)
+        self.blocks = [EncoderLayer(d_model, heads, d_ff, dropout, norm_first, causal=True) for _ in range(layers)]
+        self.norm = keras.layers.LayerNormalization(epsilon=EPSILON) if norm_first else keras.layers.Identity()
+        self.out = _dense(vocab)
+
+    _embed = Transformer._embed                                       # embeddings × √d plus the sinusoids
+
+    def call(self, ids, caches=None, offset: int = 0, return_weights: bool = False, training=None):
+        # ids (B, T) → logits (B, T, V) [, self-attention weights (B, h, T, offset + T) per block]
+        ids = inputs.ids(ids, "ids", self.embedding)
+        validate.within_context(offset + ids.shape[1], self.context)
+        x, weights = self._embed(self.embedding, ids, offset, training), []
+        for i, block in enumerate(self.blocks):
+            out = block(x, cache=None if caches is None else caches[i], return_weights=return_weights,
+                        training=training)
+            x = out[0] if return_weights else out
+            weights.append(out[1] if return_weights else None)
+        logits = self.out(self.norm(x))
+        return (logits, weights) if return_weights else logits
+
+    # one token at a time, on NumPy arrays (attention_course.decode.sample)
+    def start(self, prefix):
+        state = {"caches": [KVCache() for _ in self.blocks], "steps": int(np.shape(prefix)[1])}
+        if state["steps"]:
+            self(ops.convert_to_tensor(np.asarray(prefix), dtype="int32"), caches=state["caches"])
+        return state
+
+    def step(self, tokens, state):
+        tokens = ops.convert_to_tensor(np.asarray(tokens)[:, None], dtype="int32")
+        logits = self(tokens, caches=state["caches"], offset=state["steps"])
+        state = {**state, "steps": state["steps"] + 1}
+        return ops.convert_to_numpy(ops.log_softmax(logits[:, -1], axis=-1)), state, None
 
 
 def framework_encoder_layer(layer: EncoderLayer) -> keras.Model:

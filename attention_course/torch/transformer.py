@@ -19,7 +19,7 @@ from .. import validate
 from . import inputs
 from .self_attention import KVCache, MultiHeadAttention, _sinusoids
 
-__all__ = ["FeedForward", "EncoderLayer", "DecoderLayer", "Transformer", "framework_encoder_layer"]
+__all__ = ["FeedForward", "EncoderLayer", "DecoderLayer", "Transformer", "LanguageModel", "framework_encoder_layer"]
 
 
 class FeedForward(nn.Module):
@@ -44,11 +44,14 @@ def _attend(attention, h, return_weights: bool, **kw):
 
 class EncoderLayer(nn.Module):
     """Self-attention, then the feed-forward network; each adds its output to its input (the residual) and is
-    normalised by a LayerNorm after the sum (post-LN, ``norm_first=False``) or before the sub-layer (pre-LN)."""
+    normalised by a LayerNorm after the sum (post-LN, ``norm_first=False``) or before the sub-layer (pre-LN).
+    ``causal=True`` lets each position see only itself and earlier ones: the block of a decoder-only model, which is
+    the decoder layer without its attention over an encoder; ``cache`` (a ``KVCache``) then decodes step by step."""
 
-    def __init__(self, d_model: int, heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False):
+    def __init__(self, d_model: int, heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False,
+                 causal: bool = False):
         super().__init__()
-        self.norm_first = norm_first
+        self.norm_first, self.causal = norm_first, causal
         self.self_attention = MultiHeadAttention(d_model, heads)
         self.feed_forward = FeedForward(d_model, d_ff, dropout)
         self.norm_1 = nn.LayerNorm(d_model)
@@ -63,10 +66,11 @@ class EncoderLayer(nn.Module):
         out, w = sublayer(x)
         return norm(x + self.dropout(out)), w
 
-    def forward(self, x, mask=None, return_weights: bool = False):
+    def forward(self, x, mask=None, return_weights: bool = False, cache: KVCache | None = None):
         # x (B, S, d), mask (B, S) → (B, S, d) [, weights (B, h, S, S)]
         x = inputs.floats(x, "x", self.norm_1.weight.device)
-        x, w = self.residual(x, lambda h: _attend(self.self_attention, h, return_weights, mask=mask), self.norm_1)
+        x, w = self.residual(x, lambda h: _attend(self.self_attention, h, return_weights, mask=mask,
+                                                  causal=self.causal, cache=cache), self.norm_1)
         x, _ = self.residual(x, lambda h: (self.feed_forward(h), None), self.norm_2)
         return (x, w) if return_weights else x
 
@@ -77,7 +81,7 @@ class DecoderLayer(EncoderLayer):
     step at a time: it keeps the self-attention's keys and values of the earlier steps."""
 
     def __init__(self, d_model: int, heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False):
-        super().__init__(d_model, heads, d_ff, dropout, norm_first)
+        super().__init__(d_model, heads, d_ff, dropout, norm_first, causal=True)
         self.cross_attention = MultiHeadAttention(d_model, heads)
         self.norm_3 = nn.LayerNorm(d_model)
 
@@ -87,7 +91,7 @@ class DecoderLayer(EncoderLayer):
         # [, self-attention weights (B, h, T, T), cross-attention weights (B, h, T, S)]
         y = inputs.floats(y, "y", self.norm_1.weight.device)
         y, w_self = self.residual(
-            y, lambda h: _attend(self.self_attention, h, return_weights, causal=True, cache=cache), self.norm_1)
+            y, lambda h: _attend(self.self_attention, h, return_weights, causal=self.causal, cache=cache), self.norm_1)
         y, w_cross = self.residual(
             y, lambda h: _attend(self.cross_attention, h, return_weights, key=memory, mask=memory_mask), self.norm_2)
         y, _ = self.residual(y, lambda h: (self.feed_forward(h), None), self.norm_3)
@@ -179,6 +183,59 @@ class Transformer(nn.Module):
         index = torch.as_tensor(np.asarray(index), dtype=torch.long, device=state["memory"].device)
         return {**state, "memory": state["memory"].index_select(0, index),
                 "mask": state["mask"].index_select(0, index)}
+
+
+class LanguageModel(nn.Module):
+    """A decoder-only Transformer (the GPT of Radford et al.): token embeddings scaled by √d plus sinusoids,
+    ``layers`` causal ``EncoderLayer`` blocks (decoder layers without cross-attention), a final LayerNorm (pre-LN)
+    and a linear layer to the vocabulary. ids (B, T) → logits (B, T, V), where position t scores the token at t + 1.
+    It reads at most ``context`` tokens; ``start``/``step`` generate one token at a time with a key–value cache
+    (``attention_course.decode.sample``)."""
+
+    def __init__(self, vocab: int, d_model: int = 64, heads: int = 4, layers: int = 2, d_ff: int = 256,
+                 dropout: float = 0.1, norm_first: bool = True, context: int = 128):
+        super().__init__()
+        vocab, d_model, layers, d_ff, context = validate.sizes(
+            vocab=vocab, d_model=d_model, layers=layers, d_ff=d_ff, context=context)
+        self.d_model, self.context = d_model, context
+        self.embedding = nn.Embedding(vocab, d_model)
+        nn.init.normal_(self.embedding.weight, std=d_model ** -0.5)
+        self.dropout = nn.Dropout(dropout)
+        self.blocks = nn.ModuleList(EncoderLayer(d_model, heads, d_ff, dropout, norm_first, causal=True)
+                                    for _ in range(layers))
+        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+        self.out = nn.Linear(d_model, vocab)
+
+    _embed = Transformer._embed                                       # embeddings × √d plus the sinusoids
+
+    def forward(self, ids, caches=None, offset: int = 0, return_weights: bool = False):
+        # ids (B, T) → logits (B, T, V) [, self-attention weights (B, h, T, offset + T) per block]
+        ids = inputs.ids(ids, "ids", self.embedding)
+        validate.within_context(offset + ids.shape[1], self.context)
+        x, weights = self._embed(self.embedding, ids, offset), []
+        for i, block in enumerate(self.blocks):
+            out = block(x, cache=None if caches is None else caches[i], return_weights=return_weights)
+            x = out[0] if return_weights else out
+            weights.append(out[1] if return_weights else None)
+        logits = self.out(self.norm(x))
+        return (logits, weights) if return_weights else logits
+
+    # one token at a time, on NumPy arrays (attention_course.decode.sample)
+    @torch.no_grad()
+    def start(self, prefix):
+        self.eval()
+        state = {"caches": [KVCache() for _ in self.blocks], "steps": int(np.shape(prefix)[1])}
+        if state["steps"]:
+            self(torch.as_tensor(np.asarray(prefix), dtype=torch.long, device=self.out.weight.device),
+                 caches=state["caches"])
+        return state
+
+    @torch.no_grad()
+    def step(self, tokens, state):
+        tokens = torch.as_tensor(np.asarray(tokens), dtype=torch.long, device=self.out.weight.device)[:, None]
+        logits = self(tokens, caches=state["caches"], offset=state["steps"])
+        state = {**state, "steps": state["steps"] + 1}
+        return torch.log_softmax(logits[:, -1], dim=-1).cpu().numpy(), state, None
 
 
 def framework_encoder_layer(layer: EncoderLayer) -> nn.TransformerEncoderLayer:
