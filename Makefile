@@ -19,6 +19,11 @@ SHARED_DATA := $(abspath ../shared/data)
 ifneq ($(wildcard $(SHARED_DATA)/SOURCES.md),)
 export COURSE_DATA_DIR ?= $(SHARED_DATA)
 endif
+# The offline copy of the pretrained BERT of Chapter 9, likewise.
+SHARED_MODELS := $(abspath ../shared/models)
+ifneq ($(wildcard $(SHARED_MODELS)/SOURCES.md),)
+export COURSE_MODEL_DIR ?= $(SHARED_MODELS)
+endif
 
 # The book never shows progress bars (they are for a live kernel), nor the `name = value` lines of ac.glue (its
 # prose shows the values).

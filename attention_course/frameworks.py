@@ -120,18 +120,56 @@ def _run_cell_body(shell, body: str, framework: str):
             shared.pop(name, None)
 
 
+def _missing(shell, line: str) -> str | None:
+    """For a magic's line ``needs NAME``: why the cell must be skipped (NAME is unset or falsy), else None."""
+    words = line.split()
+    if not words:
+        return None
+    if len(words) != 2 or words[0] != "needs" or not words[1].isidentifier():
+        raise ValueError(f"a cell magic's line is empty or 'needs NAME' (a notebook variable); got {line!r}")
+    if shell.user_ns.get(words[1]):
+        return None
+    return f"{words[1]} is not available in this session"
+
+
 def _make_magic(name: str):
     def magic(line: str, cell: str):
+        from IPython import get_ipython
+
         if not is_enabled(name):
             print(f"[{name} cell skipped: frameworks on are {', '.join(enabled())}]")
             return None
-        from IPython import get_ipython
-
+        reason = _missing(get_ipython(), line)
+        if reason:
+            print(f"[{name} cell skipped: {reason}]")
+            return None
         return _run_cell_body(get_ipython(), cell, framework=name)
 
     magic.__name__ = name
-    magic.__doc__ = f"Run this cell only when {name} is among the enabled frameworks, in its own namespace."
+    magic.__doc__ = (f"Run this cell only when {name} is among the enabled frameworks, in its own namespace; "
+                     f"``%%{name} needs NAME`` also skips it when the notebook's NAME is unset or falsy.")
     return magic
+
+
+def _needs(line: str, cell: str):
+    """``%%needs NAME``: run this cell as a normal one when the notebook's NAME is set and truthy, else skip it
+    with a message (a chapter's cells that need a pretrained model or a download)."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    reason = _missing(shell, "needs " + line) if line.strip() else "usage: %%needs NAME"
+    if reason:
+        print(f"[cell skipped: {reason}]")
+        return None
+    source = python_source(cell)
+    tree = ast.parse(source, _remember(shell, source))
+    final = tree.body[-1] if tree.body else None
+    last = None
+    if isinstance(final, ast.Expr):                  # shown like a normal cell's last expression
+        tree.body.pop()
+        last = ast.Expression(final.value)
+    exec(compile(tree, "<cell>", "exec"), shell.user_ns)
+    return None if last is None else eval(compile(last, "<cell>", "eval"), shell.user_ns)
 
 
 def register_magics(shell=None) -> bool:
@@ -146,4 +184,5 @@ def register_magics(shell=None) -> bool:
         return False
     for name in NAMES:
         shell.register_magic_function(_make_magic(name), magic_kind="cell", magic_name=name)
+    shell.register_magic_function(_needs, magic_kind="cell", magic_name="needs")
     return True

@@ -66,7 +66,7 @@ def test_framework_cells_come_in_twins(nb):
             assert not source(cell).startswith(("%%keras", "%%pytorch")), "a framework cell must be tagged"
             continue
         (fw,) = t
-        assert source(cell).startswith(f"%%{fw}\n"), f"a cell tagged {fw} starts with %%{fw}"
+        assert re.match(rf"%%{fw}( needs \w+)?\n", source(cell)), f"a cell tagged {fw} starts with %%{fw}"
         other = "pytorch" if fw == "keras" else "keras"
         neighbours = [cells[j] for j in (i - 1, i + 1) if 0 <= j < len(cells)]
         assert any(other in tags(n) for n in neighbours), f"the {fw} cell {source(cell)[:50]!r} has no twin"

@@ -108,6 +108,22 @@ def test_cell_magics_skip_and_run(shell, capsys):
     assert result.result == 2, "the last expression of a magic cell is its value"
 
 
+def test_cells_that_need_a_missing_resource_skip_with_a_message(shell, capsys):
+    frameworks.use("both")
+    shell.user_ns.update(model_folder=None, data_folder="/somewhere")
+    shell.run_cell("%%pytorch needs model_folder\nneedy_torch = True")
+    shell.run_cell("%%needs model_folder\nneedy_plain = True")
+    assert "needy_torch" not in shell.user_ns and "needy_plain" not in shell.user_ns
+    out = capsys.readouterr().out
+    assert "[pytorch cell skipped: model_folder is not available" in out and "[cell skipped: model_folder" in out
+    result = shell.run_cell("%%needs data_folder\nfound = data_folder + '/x'\nfound.upper()")
+    assert shell.user_ns["found"] == "/somewhere/x" and result.result == "/SOMEWHERE/X"
+    shell.run_cell("%%keras needs data_folder\nneedy_keras = 1")
+    assert shell.user_ns["needy_keras"] == 1
+    result = shell.run_cell("%%keras wants data_folder\nneedy_keras = 2")
+    assert isinstance(result.error_in_exec, ValueError) and shell.user_ns["needy_keras"] == 1
+
+
 def test_cell_magic_errors_are_not_swallowed(shell):
     frameworks.use("both")
     result = shell.run_cell("%%keras\nraise ValueError('boom')")

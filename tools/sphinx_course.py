@@ -105,7 +105,7 @@ def _framework_cell_lexer():
         """IPython 3, with the body of a ``%%keras`` / ``%%pytorch`` cell lexed as IPython code."""
 
         name = "IPython3 with the course's framework cells"
-        tokens = {"root": [(r"(?s)(\s*)(%%)(keras|pytorch)([^\n]*\n)(.*)",
+        tokens = {"root": [(r"(?s)(\s*)(%%)(keras|pytorch|needs)([^\n]*\n)(.*)",
                             bygroups(Text, Operator, Keyword, Text, using(IPython3Lexer))), inherit]}
 
     return FrameworkCellLexer

@@ -12,6 +12,8 @@ from .attention import (
     reference_attention,
     reference_masked_softmax,
 )
+from .bert import *  # noqa: F403  (Chapter 9: attention entropy, the masked-LM rule)
+from .bert import __all__ as _bert_all
 from .captioning import *  # noqa: F403  (Chapter 6: gated soft attention, attention correctness)
 from .captioning import __all__ as _captioning_all
 from .decode import *  # noqa: F403  (Chapter 5: one step of beam search)
@@ -32,5 +34,5 @@ from .translation import __all__ as _translation_all
 __all__ = [
     "ExerciseError", "attention_average", "masked_softmax", "reference_attention", "reference_masked_softmax",
     *_hard_all, *_recurrent_all, *_scores_all,
-    *_decode_all, *_translation_all, *_captioning_all, *_self_attention_all, *_transformer_all,
+    *_decode_all, *_translation_all, *_captioning_all, *_self_attention_all, *_transformer_all, *_bert_all,
 ]

@@ -42,17 +42,21 @@ def _attention(d_model: int, heads: int) -> MultiHeadAttention:
 
 
 class FeedForward(BuildOnCall, Layer):
-    """The same two-layer network at every position: d → d_ff → d, ReLU between."""
+    """The same two-layer network at every position: d → d_ff → d, ReLU (the paper) or GELU (BERT) between."""
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, **kwargs):
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu", **kwargs):
         super().__init__(**kwargs)
+        validate.choice("activation", activation, ("relu", "gelu"))
+        self.activation = activation
         self.W_1 = _dense(d_ff)
         self.W_2 = _dense(d_model)
         self.dropout = layers.Dropout(dropout)
 
     def call(self, x, training=None):
         # x (B, T, d) → (B, T, d)
-        return self.W_2(self.dropout(ops.relu(self.W_1(x)), training=training))
+        h = self.W_1(x)
+        h = ops.gelu(h, approximate=False) if self.activation == "gelu" else ops.relu(h)
+        return self.W_2(self.dropout(h, training=training))
 
 
 def _attend(attention, h, return_weights: bool, **kw):
@@ -65,16 +69,17 @@ class EncoderLayer(BuildOnCall, Layer):
     """Self-attention, then the feed-forward network; each adds its output to its input (the residual) and is
     normalised by a LayerNorm after the sum (post-LN, ``norm_first=False``) or before the sub-layer (pre-LN).
     ``causal=True`` lets each position see only itself and earlier ones: the block of a decoder-only model, which is
-    the decoder layer without its attention over an encoder; ``cache`` (a ``KVCache``) then decodes step by step."""
+    the decoder layer without its attention over an encoder; ``cache`` (a ``KVCache``) then decodes step by step.
+    BERT's layer is this one with ``activation="gelu"`` and ``eps=1e-12`` (the LayerNorms' epsilon)."""
 
     def __init__(self, d_model: int, heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False,
-                 causal: bool = False, **kwargs):
+                 causal: bool = False, activation: str = "relu", eps: float = EPSILON, **kwargs):
         super().__init__(**kwargs)
         self.norm_first, self.causal = norm_first, causal
         self.self_attention = _attention(d_model, heads)
-        self.feed_forward = FeedForward(d_model, d_ff, dropout)
-        self.norm_1 = layers.LayerNormalization(epsilon=EPSILON)
-        self.norm_2 = layers.LayerNormalization(epsilon=EPSILON)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
+        self.norm_1 = layers.LayerNormalization(epsilon=eps)
+        self.norm_2 = layers.LayerNormalization(epsilon=eps)
         self.dropout = layers.Dropout(dropout)
 
     def residual(self, x, sublayer, norm, training=None):
@@ -264,8 +269,8 @@ def framework_encoder_layer(layer: EncoderLayer) -> keras.Model:
     x = keras.Input((None, d_model))
     mask = keras.Input((None,), dtype="bool")
     attention = as_framework_layer(mha)
-    w_1, w_2 = keras.layers.Dense(ff.W_1.units, activation="relu"), keras.layers.Dense(d_model)
-    norm_1, norm_2 = (keras.layers.LayerNormalization(epsilon=EPSILON) for _ in range(2))
+    w_1, w_2 = keras.layers.Dense(ff.W_1.units, activation=ff.activation), keras.layers.Dense(d_model)
+    norm_1, norm_2 = (keras.layers.LayerNormalization(epsilon=layer.norm_1.epsilon) for _ in range(2))
     drop = keras.layers.Dropout(layer.dropout.rate)
     visible = ops.logical_and(mask[:, None, :], ops.ones_like(mask, dtype="bool")[:, :, None])   # (B, S, S)
     if layer.norm_first:

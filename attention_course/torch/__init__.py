@@ -1,6 +1,8 @@
 """PyTorch versions of the course's layers and models (same names and signatures as ``ac.keras``)."""
 
 from . import cost  # noqa: F401  (timings and counted costs: make bench, Chapters 2 and 4)
+from .bert import *  # noqa: F403  (Chapter 9)
+from .bert import __all__ as _bert_all
 from .captioning import *  # noqa: F403  (Chapter 6)
 from .captioning import __all__ as _captioning_all
 from .draw import *  # noqa: F403  (Chapter 6: DRAW's reading window)
@@ -29,5 +31,5 @@ __all__ = [
     "DotProductAttention", "masked_softmax", "OneToOne", "OneToMany", "ManyToOne", "ManyToMany", "Seq2Seq",
     "fit", "predict", "accuracy", "device", "evaluate_loss",
     *_hard_all, *_pointer_all, *_recurrent_all, *_scores_all, *_translation_all, *_captioning_all, *_draw_all,
-    *_self_attention_all, *_probes_all, *_transformer_all,
+    *_self_attention_all, *_probes_all, *_transformer_all, *_bert_all,
 ]

@@ -23,17 +23,21 @@ __all__ = ["FeedForward", "EncoderLayer", "DecoderLayer", "Transformer", "Langua
 
 
 class FeedForward(nn.Module):
-    """The same two-layer network at every position: d → d_ff → d, ReLU between."""
+    """The same two-layer network at every position: d → d_ff → d, ReLU (the paper) or GELU (BERT) between."""
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu"):
         super().__init__()
+        validate.choice("activation", activation, ("relu", "gelu"))
+        self.activation = activation
         self.W_1 = nn.Linear(d_model, d_ff)
         self.W_2 = nn.Linear(d_ff, d_model)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x):
         # x (B, T, d) → (B, T, d)
-        return self.W_2(self.dropout(F.relu(self.W_1(x))))
+        h = self.W_1(x)
+        h = F.gelu(h) if self.activation == "gelu" else F.relu(h)
+        return self.W_2(self.dropout(h))
 
 
 def _attend(attention, h, return_weights: bool, **kw):
@@ -46,16 +50,17 @@ class EncoderLayer(nn.Module):
     """Self-attention, then the feed-forward network; each adds its output to its input (the residual) and is
     normalised by a LayerNorm after the sum (post-LN, ``norm_first=False``) or before the sub-layer (pre-LN).
     ``causal=True`` lets each position see only itself and earlier ones: the block of a decoder-only model, which is
-    the decoder layer without its attention over an encoder; ``cache`` (a ``KVCache``) then decodes step by step."""
+    the decoder layer without its attention over an encoder; ``cache`` (a ``KVCache``) then decodes step by step.
+    BERT's layer is this one with ``activation="gelu"`` and ``eps=1e-12`` (the LayerNorms' epsilon)."""
 
     def __init__(self, d_model: int, heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False,
-                 causal: bool = False):
+                 causal: bool = False, activation: str = "relu", eps: float = 1e-5):
         super().__init__()
         self.norm_first, self.causal = norm_first, causal
         self.self_attention = MultiHeadAttention(d_model, heads)
-        self.feed_forward = FeedForward(d_model, d_ff, dropout)
-        self.norm_1 = nn.LayerNorm(d_model)
-        self.norm_2 = nn.LayerNorm(d_model)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
+        self.norm_1 = nn.LayerNorm(d_model, eps=eps)
+        self.norm_2 = nn.LayerNorm(d_model, eps=eps)
         self.dropout = nn.Dropout(dropout)
 
     def residual(self, x, sublayer, norm):
@@ -239,12 +244,13 @@ class LanguageModel(nn.Module):
 
 
 def framework_encoder_layer(layer: EncoderLayer) -> nn.TransformerEncoderLayer:
-    """PyTorch's own ``nn.TransformerEncoderLayer`` holding the weights of the course's ``layer`` (ReLU,
-    batch first, the same norm placement and LayerNorm epsilon): the two compute the same outputs."""
+    """PyTorch's own ``nn.TransformerEncoderLayer`` holding the weights of the course's ``layer`` (batch first, the
+    same activation, norm placement and LayerNorm epsilon): the two compute the same outputs."""
     mha, ff = layer.self_attention, layer.feed_forward
     d_model, d_ff = ff.W_1.in_features, ff.W_1.out_features
     theirs = nn.TransformerEncoderLayer(d_model, mha.heads, d_ff, dropout=layer.dropout.p, batch_first=True,
-                                        norm_first=layer.norm_first, layer_norm_eps=layer.norm_1.eps)
+                                        norm_first=layer.norm_first, layer_norm_eps=layer.norm_1.eps,
+                                        activation=ff.activation)
     with torch.no_grad():
         theirs.self_attn.in_proj_weight.copy_(torch.cat([mha.W_q.weight, mha.W_k.weight, mha.W_v.weight]))
         theirs.self_attn.in_proj_bias.copy_(torch.cat([mha.W_q.bias, mha.W_k.bias, mha.W_v.bias]))

@@ -1,0 +1,124 @@
+"""Pretrained BERT weights for Chapter 9, whatever the framework: where the files are, their checksums, and the
+mapping from the names of Hugging Face's ``BertModel`` to the course's ``Bert`` (``ac.torch`` or ``ac.keras``).
+
+The model is ``sentence-transformers/all-MiniLM-L6-v2``, a 6-layer BERT encoder. It is looked for in
+``$COURSE_MODEL_DIR/all-MiniLM-L6-v2`` (CI and ``make`` point that at ``../shared/models`` when it exists), then
+downloaded from the Hugging Face hub by name when ``huggingface_hub`` is installed and the network answers.
+Weights are read with ``safetensors`` as NumPy arrays; nothing here imports a framework.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .data.download import ChecksumError, sha256sum
+from .errors import CourseError
+
+__all__ = ["MINILM", "MODEL_DIR_VAR", "ModelUnavailableError", "PretrainedBert", "bert_parameters", "locate",
+           "read_bert", "tokenizer"]
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+MODEL_DIR_VAR = "COURSE_MODEL_DIR"
+#: The files a BERT folder needs, and the sha256 of MiniLM's (``shared/models/SOURCES.md``).
+FILES = {"config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+         "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+         "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"}
+
+
+class ModelUnavailableError(CourseError):
+    """The pretrained model is neither on disk nor downloadable from here."""
+
+
+@dataclass
+class PretrainedBert:
+    """A BERT read from a folder: its ``config.json`` and its weights by Hugging Face name (NumPy arrays)."""
+
+    folder: Path
+    config: dict[str, Any]
+    weights: dict[str, np.ndarray]
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        """The arguments of the course's ``Bert`` for this model."""
+        c = self.config
+        return {"vocab": c["vocab_size"], "d_model": c["hidden_size"], "heads": c["num_attention_heads"],
+                "layers": c["num_hidden_layers"], "d_ff": c["intermediate_size"],
+                "max_len": c["max_position_embeddings"], "segments": c["type_vocab_size"]}
+
+
+def locate(name: str = MINILM) -> Path:
+    """The folder of model ``name`` (``owner/model``): ``$COURSE_MODEL_DIR/<model>`` if it holds the files, else a
+    download from the Hugging Face hub. Raises :class:`ModelUnavailableError` saying where to put the files."""
+    short = name.split("/")[-1]
+    root = os.environ.get(MODEL_DIR_VAR)
+    if root and all((Path(root) / short / f).is_file() for f in FILES):
+        return Path(root) / short
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(name, allow_patterns=list(FILES)))
+    except Exception as error:                         # no huggingface_hub, no network, no such model
+        where = f"${MODEL_DIR_VAR}/{short}" + (f" (= {Path(root) / short})" if root else f" (set {MODEL_DIR_VAR})")
+        raise ModelUnavailableError(
+            f"the pretrained model {name} is not available: put its files ({', '.join(FILES)}) in {where}, or go "
+            f"online with huggingface_hub installed to download it ({type(error).__name__}: {error})") from None
+
+
+def read_bert(folder: str | os.PathLike, *, verify: bool = True) -> PretrainedBert:
+    """Read ``config.json`` and ``model.safetensors`` from ``folder``. With ``verify``, a file whose sha256 differs
+    from MiniLM's is refused when the config says it is MiniLM (a checksum error names the file and both hashes)."""
+    from safetensors.numpy import load_file
+
+    folder = Path(folder)
+    missing = [f for f in ("config.json", "model.safetensors") if not (folder / f).is_file()]
+    if missing:
+        raise ModelUnavailableError(f"{folder} has no {' or '.join(missing)}: it is not a BERT folder")
+    config = json.loads((folder / "config.json").read_text())
+    if verify and config.get("_name_or_path") == "nreimers/MiniLM-L6-H384-uncased":
+        for file in ("config.json", "model.safetensors"):
+            got = sha256sum(folder / file)
+            if got != FILES[file]:
+                raise ChecksumError(f"{folder / file}: sha256 {got}, expected {FILES[file]}")
+    if config.get("model_type", "bert") != "bert" or config.get("hidden_act", "gelu") != "gelu":
+        raise ModelUnavailableError(f"{folder} holds a {config.get('model_type')} model with activation "
+                                    f"{config.get('hidden_act')}; the course's Bert is BERT with GELU")
+    weights = {k.removeprefix("bert."): v for k, v in load_file(folder / "model.safetensors").items()}
+    return PretrainedBert(folder, config, weights)
+
+
+def tokenizer(folder: str | os.PathLike):
+    """The model's WordPiece tokenizer (``tokenizers``), which adds [CLS] and [SEP] and lower-cases as it did."""
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(Path(folder) / "tokenizer.json"))
+
+
+def bert_parameters(model: PretrainedBert) -> dict[str, Any]:
+    """The weights in the course's layout, PyTorch's orientation (a linear layer's weight is (out, in)):
+    ``{"embeddings": {...}, "layers": [{"W_q": (weight, bias), ..., "norm_2": (gamma, beta)}, ...]}``."""
+    w = model.weights
+
+    def linear(prefix):
+        return w[prefix + ".weight"], w[prefix + ".bias"]
+
+    def norm(prefix):
+        return w[prefix + ".weight"], w[prefix + ".bias"]
+
+    embeddings = {"tokens": w["embeddings.word_embeddings.weight"],
+                  "positions": w["embeddings.position_embeddings.weight"],
+                  "segments": w["embeddings.token_type_embeddings.weight"],
+                  "norm": norm("embeddings.LayerNorm")}
+    layers = []
+    for i in range(model.config["num_hidden_layers"]):
+        p = f"encoder.layer.{i}."
+        layers.append({"W_q": linear(p + "attention.self.query"), "W_k": linear(p + "attention.self.key"),
+                       "W_v": linear(p + "attention.self.value"), "W_o": linear(p + "attention.output.dense"),
+                       "norm_1": norm(p + "attention.output.LayerNorm"), "W_1": linear(p + "intermediate.dense"),
+                       "W_2": linear(p + "output.dense"), "norm_2": norm(p + "output.LayerNorm")})
+    return {"embeddings": embeddings, "layers": layers}
