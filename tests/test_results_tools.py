@@ -110,6 +110,26 @@ def test_chapter8_tool_sets_sizes_and_prints_the_committed_table(capsys):
         chapter8_full.table("cpu")
 
 
+def test_chapter8_language_model_tool_trains_and_writes_its_results(tmp_path):
+    from tools import chapter8_lm
+
+    assert chapter8_lm.sizes_with("quick", ["epochs=2", "lr=1e-3"])["epochs"] == 2
+    with pytest.raises(SystemExit, match="--set takes KEY=VALUE"):
+        chapter8_lm.sizes_with("quick", ["epoch=2"])
+    tiny = ["--size", "quick", "--set", "windows=64", "--set", "epochs=2", "--set", "context=16", "--set",
+            "sample=5", "--set", "val_windows=8", "--out", str(tmp_path), "--checkpoints", str(tmp_path / "ckpt")]
+    try:
+        assert chapter8_lm.main(tiny) == 0
+    finally:
+        frameworks.use(None)
+    result = json.loads((tmp_path / "lm-quick-pytorch.json").read_text())
+    assert result["sizes"]["windows"] == 64 and len(result["history"]["val_loss"]) == 2
+    assert result["steps"] == [2, 4] and result["baselines"]["bigram"] < result["baselines"]["unigram"]
+    assert set(result["samples"]) == {"0.0", "0.5", "1.0"}
+    assert all(s.startswith("ROMEO:\n") and len(s) == len("ROMEO:\n") + 5 for s in result["samples"].values())
+    assert (tmp_path / "ckpt" / "lm-quick-windows64-epochs2-context16-sample5-val_windows8-pytorch-seed0.ckpt").exists()
+
+
 def test_results_are_written_and_the_training_clock_kept_beside_the_checkpoint(tmp_path):
     import time
 

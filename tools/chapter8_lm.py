@@ -7,8 +7,8 @@ hardware, and samples at temperatures 0, 0.5 and 1.
     .venv/bin/python tools/chapter8_lm.py --size cpu       # a reduced run for a CPU (about a quarter of an hour)
     ... --size cpu --set epochs=10 --label "twice as long"   # one size changed for this run (recorded)
 
-Checkpoints go to build/chapter8/lm-<size>-<framework>-seed<seed>.ckpt after every epoch; an interrupted run
-started again resumes from them (delete them to start over).
+Checkpoints go to build/chapter8/lm-<size>[-<changed sizes>]-<framework>-seed<seed>.ckpt after every epoch; an
+interrupted run started again resumes from them (delete them to start over).
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="change one size")
     parser.add_argument("--label", default="", help="what the run is, when not the size as defined (kept)")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--checkpoints", type=Path, default=ROOT / "build/chapter8")
     args = parser.parse_args(argv)
     sizes = sizes_with(args.size, args.set)
 
@@ -66,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     session.seed_everything(args.seed)
     model = fw.LanguageModel(vocab, d_model=sizes["d_model"], heads=sizes["heads"], layers=sizes["layers"],
                              d_ff=sizes["d_ff"], dropout=sizes["dropout"], context=sizes["context"])
-    ckpt = ROOT / "build/chapter8" / f"lm-{args.size}-{args.framework}-seed{args.seed}.ckpt"
+    tag = "".join(f"-{item.replace('=', '')}" for item in args.set)          # a changed size: its own checkpoint
+    ckpt = args.checkpoints / f"lm-{args.size}{tag}-{args.framework}-seed{args.seed}.ckpt"
     ckpt.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     history = chapter8.train_lm(fw, model, chars, sizes, seed=args.seed, checkpoint=ckpt, desc="language model")
