@@ -213,7 +213,7 @@ def exhaustive_search(decoder: StepDecoder, src, src_mask, *, max_len: int, alph
     return _decoded(sq, lengths, final, tot, at if has_att else None)
 
 
-# ---- helpers -------------------------------------------------------------------------------------------------
+# ---- sampling from a language model (Chapter 8) -------------------------------------------------------------
 
 def tempered(log_probs: np.ndarray, temperature) -> np.ndarray:
     """softmax(log p / temperature) over the last axis, in float64: the distribution a sampler draws from. Below 1
@@ -272,6 +272,8 @@ def sample(model, prompt, *, steps: int, temperature=1.0, seed: int = 0) -> np.n
         text = np.concatenate([text, nxt[:, None].astype(text.dtype)], axis=1)
     return text[:, text.shape[1] - steps:]
 
+
+# ---- helpers -------------------------------------------------------------------------------------------------
 
 def _inputs(src, src_mask, max_len):
     src, src_mask = np.asarray(src), np.asarray(src_mask)

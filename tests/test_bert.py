@@ -219,3 +219,39 @@ def test_mlm_mask_checker_passes_the_answer_and_names_mistakes(capsys):
                         (wrong_split, "80 %"), (one_array, "two arrays")):
         with pytest.raises(ExerciseError, match=message):
             mlm_mask(fn, seed=0)
+
+
+# ---- the head views ----------------------------------------------------------------------------------------------
+
+def test_head_view_draws_the_strongest_lines_of_every_head():
+    rng = np.random.default_rng(0)
+    attention = rng.dirichlet(np.ones(5) * 0.3, size=(2, 3, 5))                      # (layers, heads, T, T)
+    chart = ac.viz.head_view(attention, ["[CLS]", "a", "b", "c", "[SEP]"], title="t", description="d", top=2)
+    spec = chart.to_dict()
+    lines = next(iter(spec["datasets"].values()))
+    kept = [(r["layer"], r["head"], r["query"]) for r in lines]
+    assert max(kept.count(k) for k in set(kept)) <= 2                                 # at most `top` per token
+    assert all(r["weight"] >= 0.05 for r in lines)
+    assert {p["name"] for p in spec["params"]} == {"head_view_layer", "head_view_head"}
+    with pytest.raises(ValueError, match=r"not \(layers, heads, 4, 4\)"):
+        ac.viz.head_view(attention, ["a", "b", "c", "d"], title="t", description="d")
+    with pytest.raises(ValueError, match="more than a chart holds"):
+        ac.viz.head_view(np.full((12, 12, 40, 40), 1 / 40), list("x" * 40), title="t", description="d",
+                         min_weight=0.0)
+
+
+def test_head_statistics_measure_what_they_say():
+    from attention_course.experiments import chapter9
+
+    tokens = ["[CLS]", "a", "b", ",", "[SEP]"]
+    previous = np.eye(5, k=-1)
+    previous[0, 0] = 1.0                                                              # [CLS] attends to itself
+    uniform = np.full((5, 5), 0.2)
+    attention = np.stack([previous, uniform])[None]                                   # (1 layer, 2 heads, 5, 5)
+    stats = chapter9.head_statistics([attention], [tokens]).set_index(["head", "statistic"])["value"]
+    assert stats[1, "previous token"] == pytest.approx(4 / 5) and stats[1, "entropy"] == pytest.approx(0)
+    assert stats[2, "entropy"] == pytest.approx(np.log(5)) and stats[2, "punctuation"] == pytest.approx(0.2)
+    assert stats[1, "[CLS]"] == pytest.approx(2 / 5)                                  # [CLS] itself and "a"
+    chart = ac.viz.head_grid(stats.reset_index().assign(layer=1), statistic="statistic", value="value",
+                             title="t", description="d")
+    assert chart.to_dict()["params"][0]["bind"]["options"] == chapter9.STATISTICS

@@ -4,7 +4,7 @@ each epoch (with the training steps), the unigram and bigram baselines, the para
 hardware, and samples at temperatures 0, 0.5 and 1.
 
     COURSE_DATA_DIR=/path/to/data .venv/bin/python tools/chapter8_lm.py --size full     # a GPU
-    .venv/bin/python tools/chapter8_lm.py --size cpu       # a reduced run for a CPU (about a quarter of an hour)
+    .venv/bin/python tools/chapter8_lm.py --size cpu       # a reduced run for a CPU (a quarter of an hour)
     ... --size cpu --set epochs=10 --label "twice as long"   # one size changed for this run (recorded)
 
 Checkpoints go to build/chapter8/lm-<size>[-<changed sizes>]-<framework>-seed<seed>.ckpt after every epoch; an

@@ -84,12 +84,12 @@ def head_to_head(rnn_runs: list[dict], transformer_runs: list[dict]):
 #: The decoder-only character model on Tiny Shakespeare: model sizes, the number of training windows of
 #: ``context`` characters (reshuffled each epoch), the epochs, the fixed validation windows, and the characters
 #: the chapter samples. The full size is that of nanoGPT's Shakespeare model (6 layers, 6 heads, d = 384); "cpu"
-#: is a reduced run for a machine without a GPU (``tools/chapter8_lm.py --size cpu``, about a quarter of an hour).
+#: is a reduced run for a machine without a GPU (``tools/chapter8_lm.py --size cpu``, a quarter of an hour on 2 cores).
 LM_SIZES: dict[str, dict[str, Any]] = {
     "quick": {"d_model": 64, "heads": 4, "layers": 2, "d_ff": 256, "dropout": 0.0, "context": 64,
               "windows": 2048, "epochs": 4, "val_windows": 256, "batch_size": 32, "lr": 3e-3, "sample": 100},
     "cpu": {"d_model": 128, "heads": 4, "layers": 4, "d_ff": 512, "dropout": 0.1, "context": 128,
-            "windows": 4000, "epochs": 5, "val_windows": 500, "batch_size": 32, "lr": 1e-3, "sample": 300},
+            "windows": 4000, "epochs": 3, "val_windows": 500, "batch_size": 32, "lr": 1e-3, "sample": 300},
     "full": {"d_model": 384, "heads": 6, "layers": 6, "d_ff": 1536, "dropout": 0.2, "context": 256,
              "windows": 32_000, "epochs": 10, "val_windows": 2000, "batch_size": 64, "lr": 6e-4, "sample": 500},
 }
