@@ -20,8 +20,8 @@ import numpy as np
 from .data.download import ChecksumError, sha256sum
 from .errors import CourseError
 
-__all__ = ["MINILM", "MODEL_DIR_VAR", "ModelUnavailableError", "PretrainedBert", "bert_parameters", "locate",
-           "read_bert", "tokenizer"]
+__all__ = ["MINILM", "MODEL_DIR_VAR", "ModelUnavailableError", "PretrainedBert", "bert_parameters",
+           "from_parameters", "locate", "read_bert", "tokenizer", "write_bert"]
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 MODEL_DIR_VAR = "COURSE_MODEL_DIR"
@@ -39,7 +39,7 @@ class ModelUnavailableError(CourseError):
 class PretrainedBert:
     """A BERT read from a folder: its ``config.json`` and its weights by Hugging Face name (NumPy arrays)."""
 
-    folder: Path
+    folder: Path | None                  # None for weights exported from a model in memory
     config: dict[str, Any]
     weights: dict[str, np.ndarray]
 
@@ -99,26 +99,90 @@ def tokenizer(folder: str | os.PathLike):
     return Tokenizer.from_file(str(Path(folder) / "tokenizer.json"))
 
 
+#: The course's name of each weight of an encoder layer → the ``transformers`` name after ``encoder.layer.i.``
+LAYER_NAMES = {"W_q": "attention.self.query", "W_k": "attention.self.key", "W_v": "attention.self.value",
+               "W_o": "attention.output.dense", "norm_1": "attention.output.LayerNorm", "W_1": "intermediate.dense",
+               "W_2": "output.dense", "norm_2": "output.LayerNorm"}
+
+
+#: The masked-LM head's weights (``MaskedLM``): the course's name → the ``transformers`` name; the output layer is
+#: the token embeddings (tied), plus a bias.
+HEAD_NAMES = {"transform": "cls.predictions.transform.dense", "norm": "cls.predictions.transform.LayerNorm"}
+HEAD_BIAS = "cls.predictions.bias"
+
+
 def bert_parameters(model: PretrainedBert) -> dict[str, Any]:
     """The weights in the course's layout, PyTorch's orientation (a linear layer's weight is (out, in)):
-    ``{"embeddings": {...}, "layers": [{"W_q": (weight, bias), ..., "norm_2": (gamma, beta)}, ...]}``."""
+    ``{"embeddings": {...}, "layers": [{"W_q": (weight, bias), ..., "norm_2": (gamma, beta)}, ...]}``, and
+    ``"head": {"transform": …, "norm": …, "bias": …}`` when the weights hold a masked-LM head."""
     w = model.weights
 
-    def linear(prefix):
-        return w[prefix + ".weight"], w[prefix + ".bias"]
-
-    def norm(prefix):
+    def pair(prefix):                                   # a linear layer's (weight, bias), a LayerNorm's (γ, β)
         return w[prefix + ".weight"], w[prefix + ".bias"]
 
     embeddings = {"tokens": w["embeddings.word_embeddings.weight"],
                   "positions": w["embeddings.position_embeddings.weight"],
                   "segments": w["embeddings.token_type_embeddings.weight"],
-                  "norm": norm("embeddings.LayerNorm")}
-    layers = []
-    for i in range(model.config["num_hidden_layers"]):
-        p = f"encoder.layer.{i}."
-        layers.append({"W_q": linear(p + "attention.self.query"), "W_k": linear(p + "attention.self.key"),
-                       "W_v": linear(p + "attention.self.value"), "W_o": linear(p + "attention.output.dense"),
-                       "norm_1": norm(p + "attention.output.LayerNorm"), "W_1": linear(p + "intermediate.dense"),
-                       "W_2": linear(p + "output.dense"), "norm_2": norm(p + "output.LayerNorm")})
-    return {"embeddings": embeddings, "layers": layers}
+                  "norm": pair("embeddings.LayerNorm")}
+    layers = [{ours: pair(f"encoder.layer.{i}.{theirs}") for ours, theirs in LAYER_NAMES.items()}
+              for i in range(model.config["num_hidden_layers"])]
+    params = {"embeddings": embeddings, "layers": layers}
+    if HEAD_BIAS in w:                                  # a masked-LM head (MaskedLM); MiniLM has none
+        params["head"] = {ours: pair(theirs) for ours, theirs in HEAD_NAMES.items()} | {"bias": w[HEAD_BIAS]}
+    return params
+
+
+def from_parameters(params: dict[str, Any], heads: int) -> PretrainedBert:
+    """The inverse of ``bert_parameters``: weights in the course's layout (PyTorch's orientation), with or without
+    a ``"head"`` → a ``PretrainedBert`` under ``transformers``' names, with the config that describes it
+    (``export_bert``)."""
+    e = params["embeddings"]
+    w = {"embeddings.word_embeddings.weight": e["tokens"], "embeddings.position_embeddings.weight": e["positions"],
+         "embeddings.token_type_embeddings.weight": e["segments"], "embeddings.LayerNorm.weight": e["norm"][0],
+         "embeddings.LayerNorm.bias": e["norm"][1]}
+    for i, layer in enumerate(params["layers"]):
+        for ours, theirs in LAYER_NAMES.items():
+            w[f"encoder.layer.{i}.{theirs}.weight"], w[f"encoder.layer.{i}.{theirs}.bias"] = layer[ours]
+    if "head" in params:
+        h = params["head"]
+        for ours, theirs in HEAD_NAMES.items():
+            w[theirs + ".weight"], w[theirs + ".bias"] = h[ours]
+        w[HEAD_BIAS] = h["bias"]
+    vocab, d_model = e["tokens"].shape
+    config = {"model_type": "bert", "hidden_act": "gelu", "vocab_size": int(vocab), "hidden_size": int(d_model),
+              "num_attention_heads": int(heads), "num_hidden_layers": len(params["layers"]),
+              "intermediate_size": int(params["layers"][0]["W_1"][0].shape[0]) if params["layers"] else 4 * d_model,
+              "max_position_embeddings": int(e["positions"].shape[0]), "type_vocab_size": int(e["segments"].shape[0]),
+              "layer_norm_eps": 1e-12, "architectures": ["BertForMaskedLM" if "head" in params else "BertModel"]}
+    return PretrainedBert(None, config, {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in w.items()})
+
+
+def write_bert(folder: str | os.PathLike, model: PretrainedBert, tokenizer=None) -> Path:
+    """Save ``model`` as ``transformers`` saves a ``BertModel``, or a ``BertForMaskedLM`` when it has the head
+    (``config.json``, ``model.safetensors``), with the
+    ``tokenizers`` tokenizer as ``tokenizer.json``. The folder is written beside its place and renamed into it:
+    an interrupted save leaves no half-written model."""
+    import shutil
+    import tempfile
+
+    from safetensors.numpy import save_file
+
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    part = Path(tempfile.mkdtemp(prefix=folder.name + ".part-", dir=folder.parent))
+    try:
+        (part / "config.json").write_text(json.dumps(model.config, indent=1) + "\n")
+        head = HEAD_BIAS in model.weights              # BertForMaskedLM's layout: the encoder under "bert."
+        save_file({k if k.startswith("cls.") or not head else "bert." + k: v for k, v in model.weights.items()},
+                  str(part / "model.safetensors"))
+        if tokenizer is not None:
+            tokenizer.save(str(part / "tokenizer.json"))
+        part.chmod(0o755)                              # mkdtemp makes it private; a saved model is not
+        for file in part.iterdir():
+            file.chmod(0o644)
+        if folder.exists():
+            shutil.rmtree(folder)
+        part.rename(folder)
+    finally:
+        shutil.rmtree(part, ignore_errors=True)
+    return folder

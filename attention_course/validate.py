@@ -107,6 +107,16 @@ def ids(name: str, dtype, shape, vocab: int, low=None, high=None) -> None:
         raise InputError(f"{ids_rule(name, vocab)}; got ids from {low} to {high}")
 
 
+def token_positions(name: str, dtype, shape, ids_shape, low=None, high=None) -> None:
+    """Indices of positions to gather, (B, P), into sequences of shape ``ids_shape`` (B, T): integers in [0, T)."""
+    rule = (f"{name} must be integer indices (B, P) of positions in [0, {ids_shape[1]}) of ids "
+            f"{tuple(ids_shape)}")
+    if kind(dtype) != "int" or len(shape) != 2 or (shape[0] is not None and shape[0] != ids_shape[0]):
+        raise InputError(f"{rule}; got a {dtype} tensor of shape {tuple(shape)}")
+    if low is not None and (low < 0 or high >= ids_shape[1]):
+        raise InputError(f"{rule}; got indices from {low} to {high}")
+
+
 # ---- shapes --------------------------------------------------------------------------------------------------
 
 def shape_of(x) -> tuple:

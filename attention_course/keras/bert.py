@@ -1,5 +1,6 @@
 """Chapter 9's BERT in Keras 3: Chapter 8's post-LN encoder layers (GELU, LayerNorm epsilon 1e-12) under token,
-position and segment embeddings, and the loading of a pretrained BERT's weights (``attention_course.pretrained``).
+position and segment embeddings; the masked-language-model head that pretrains it and the classifier that
+fine-tunes it; the loading and saving of BERT weights (``attention_course.pretrained``).
 Same names and signatures as ``attention_course.torch.bert``.
 
 Shapes: B batch, T tokens, d = d_model. ``mask`` says True (or 1) where a token is real.
@@ -7,17 +8,21 @@ Shapes: B batch, T tokens, d = d_model. ``mask`` says True (or 1) where a token 
 
 from __future__ import annotations
 
+from typing import cast
+
 import keras
 import numpy as np
 from keras import ops
 
 from .. import validate
-from ..pretrained import bert_parameters
+from ..pretrained import ModelUnavailableError, PretrainedBert, bert_parameters, from_parameters
 from . import inputs
 from .base import BuildOnCall, Layer, Model
-from .transformer import EncoderLayer
+from .transformer import EncoderLayer, _dense
 
-__all__ = ["BertEmbeddings", "Bert", "load_pretrained"]
+__all__ = ["BertEmbeddings", "Bert", "MaskedLM", "SentenceClassifier", "load_pretrained", "export_bert"]
+
+INIT = 0.02   # BERT's initializer range: the embedding tables are drawn from N(0, 0.02²)
 
 
 class BertEmbeddings(BuildOnCall, Layer):
@@ -28,9 +33,10 @@ class BertEmbeddings(BuildOnCall, Layer):
                  **kwargs):
         super().__init__(**kwargs)
         self.max_len = max_len
-        self.tokens = keras.layers.Embedding(vocab, d_model)
-        self.positions = keras.layers.Embedding(max_len, d_model)
-        self.segments = keras.layers.Embedding(segments, d_model)
+        table = keras.initializers.RandomNormal(stddev=INIT)
+        self.tokens = keras.layers.Embedding(vocab, d_model, embeddings_initializer=table)
+        self.positions = keras.layers.Embedding(max_len, d_model, embeddings_initializer=table)
+        self.segments = keras.layers.Embedding(segments, d_model, embeddings_initializer=table)
         self.norm = keras.layers.LayerNormalization(epsilon=1e-12)
         self.dropout = keras.layers.Dropout(dropout)
 
@@ -70,11 +76,64 @@ class Bert(Model):
         return (x, {"hidden": hidden, "attention": attention}) if return_weights else x
 
 
-def load_pretrained(weights, dropout: float = 0.1) -> Bert:
-    """A ``Bert`` holding ``weights`` (a pretrained BERT, ``attention_course.pretrained.read_bert``)."""
-    model = Bert(**weights.sizes, dropout=dropout)
-    model(np.zeros((1, 2), "int32"), np.ones((1, 2), bool))                          # build the weights
+class MaskedLM(Model):
+    """A ``Bert`` with BERT's masked-language-model head: the hidden state at each position to predict goes through
+    a dense layer, GELU and a LayerNorm, then scores every word piece against the token embeddings (the output
+    layer shares the input table, as in the paper), plus a bias. ids, mask, segments (B, T) and positions (B, P),
+    the positions to predict → logits (B, P, V)."""
+
+    def __init__(self, vocab: int, d_model: int = 128, heads: int = 4, layers: int = 2, d_ff: int = 512,
+                 max_len: int = 512, segments: int = 2, dropout: float = 0.1, **kwargs):
+        super().__init__(**kwargs)
+        self.bert = Bert(vocab, d_model, heads, layers, d_ff, max_len, segments, dropout)
+        self.transform = _dense(d_model)
+        self.norm = keras.layers.LayerNormalization(epsilon=1e-12)
+        self.bias = self.add_weight(shape=(vocab,), initializer="zeros", name="bias")
+
+    def call(self, ids, mask, positions, segments=None, training=None):
+        h = self.bert(ids, mask, segments, training=training)                           # (B, T, d)
+        positions = inputs.positions(positions, ops.shape(h)[:2])                       # (B, P)
+        index = ops.repeat(ops.expand_dims(ops.cast(positions, "int32"), -1), h.shape[-1], axis=-1)
+        h = ops.take_along_axis(h, index, axis=1)                                       # (B, P, d)
+        h = self.norm(keras.activations.gelu(self.transform(h), approximate=False))
+        return ops.matmul(h, ops.transpose(self.bert.embeddings.tokens.embeddings)) + self.bias   # (B, P, V)
+
+
+class SentenceClassifier(Model):
+    """BERT fine-tuned to classify a text: the final hidden state of [CLS] through BERT's pooler (a dense layer
+    with tanh), dropout and a linear layer to ``classes`` logits. ids, mask (B, T) → logits (B, classes)."""
+
+    def __init__(self, bert: Bert, classes: int = 2, dropout: float = 0.1, **kwargs):
+        super().__init__(**kwargs)
+        (classes,) = validate.sizes(classes=classes)
+        self.bert = bert
+        self.pooler = _dense(bert.embeddings.tokens.output_dim)
+        self.dropout = keras.layers.Dropout(dropout)
+        self.out = _dense(classes)
+
+    def call(self, ids, mask=None, return_weights: bool = False, training=None):
+        out = self.bert(ids, mask, return_weights=return_weights, training=training)
+        h = out[0] if return_weights else out                                            # (B, T, d)
+        pooled = ops.tanh(self.pooler(h[:, 0]))                                          # [CLS] → (B, d)
+        logits = self.out(self.dropout(pooled, training=training))                       # (B, classes)
+        return (logits, out[1]["attention"]) if return_weights else logits
+
+
+def load_pretrained(weights, dropout: float = 0.1, masked_lm: bool = False) -> Bert | MaskedLM:
+    """A ``Bert`` holding ``weights`` (a pretrained BERT, ``attention_course.pretrained.read_bert``); with
+    ``masked_lm``, a ``MaskedLM`` with the weights' masked-LM head as well."""
     params = bert_parameters(weights)
+    if masked_lm and "head" not in params:
+        raise ModelUnavailableError("these weights have no masked-LM head (cls.predictions.*): load them with "
+                                    "masked_lm=False (MiniLM's last training replaced its head)")
+    one, real = np.zeros((1, 2), "int32"), np.ones((1, 2), bool)
+    if masked_lm:
+        model = MaskedLM(**weights.sizes, dropout=dropout)
+        model(one, real, np.zeros((1, 1), "int32"))                                       # build the weights
+        bert = model.bert
+    else:
+        model = bert = Bert(**weights.sizes, dropout=dropout)
+        model(one, real)                                                                  # build the weights
 
     def put(layer, pair, dense: bool = True):
         # a Dense kernel is (in, out): PyTorch's (out, in) transposed; a LayerNorm's gamma and beta as they are
@@ -85,16 +144,41 @@ def load_pretrained(weights, dropout: float = 0.1) -> Bert:
         layer.set_weights(arrays)
 
     e = params["embeddings"]
-    for table, name in ((model.embeddings.tokens, "tokens"), (model.embeddings.positions, "positions"),
-                        (model.embeddings.segments, "segments")):
+    for table, name in ((bert.embeddings.tokens, "tokens"), (bert.embeddings.positions, "positions"),
+                        (bert.embeddings.segments, "segments")):
         validate.same_shape(name, tuple(e[name].shape), tuple(table.embeddings.shape), "the model's")
         table.set_weights([np.asarray(e[name])])
-    put(model.embeddings.norm, e["norm"], dense=False)
-    for layer, p in zip(model.encoder, params["layers"], strict=True):
+    put(bert.embeddings.norm, e["norm"], dense=False)
+    for layer, p in zip(bert.encoder, params["layers"], strict=True):
         for name in ("W_q", "W_k", "W_v", "W_o"):
             put(getattr(layer.self_attention, name), p[name])
         put(layer.feed_forward.W_1, p["W_1"])
         put(layer.feed_forward.W_2, p["W_2"])
         put(layer.norm_1, p["norm_1"], dense=False)
         put(layer.norm_2, p["norm_2"], dense=False)
+    if masked_lm:
+        put(model.transform, params["head"]["transform"])
+        put(model.norm, params["head"]["norm"], dense=False)
+        model.bias.assign(np.asarray(params["head"]["bias"]))
     return model
+
+
+def export_bert(model: Bert | MaskedLM) -> PretrainedBert:
+    """``model``'s weights under the names of Hugging Face's ``BertModel`` (a ``MaskedLM``'s head under those of
+    ``BertForMaskedLM``): ``pretrained.write_bert`` saves them, ``load_pretrained`` of either framework reads them."""
+    def pair(layer, dense: bool = True):
+        weight, bias = (np.asarray(w) for w in layer.get_weights())
+        return (weight.T if dense else weight), bias                    # a Dense kernel (in, out) → (out, in)
+
+    bert = cast(Bert, getattr(model, "bert", model))    # a MaskedLM (or the chapter's own) holds its Bert
+    e = bert.embeddings
+    params = {"embeddings": {"tokens": np.asarray(e.tokens.embeddings), "positions": np.asarray(e.positions.embeddings),
+                             "segments": np.asarray(e.segments.embeddings), "norm": pair(e.norm, dense=False)},
+              "layers": [{**{name: pair(getattr(layer.self_attention, name)) for name in ("W_q", "W_k", "W_v", "W_o")},
+                          "W_1": pair(layer.feed_forward.W_1), "W_2": pair(layer.feed_forward.W_2),
+                          "norm_1": pair(layer.norm_1, dense=False), "norm_2": pair(layer.norm_2, dense=False)}
+                         for layer in bert.encoder]}
+    if hasattr(model, "transform"):
+        params["head"] = {"transform": pair(model.transform), "norm": pair(model.norm, dense=False),
+                          "bias": np.asarray(model.bias)}
+    return from_parameters(params, heads=bert.encoder[0].self_attention.heads)

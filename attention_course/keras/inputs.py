@@ -94,6 +94,20 @@ def ids(x, name: str, embed, ndim: int = 2, length: int | None = None):
     return x
 
 
+def positions(x, ids_shape):
+    """Indices (B, P) of positions in sequences of shape ``ids_shape`` (B, T)."""
+    x = tensor(x, "positions")
+    ids_shape = tuple(ids_shape)
+    validate.token_positions("positions", dtype_name(x), validate.shape_of(x), ids_shape)
+    if symbolic(x):
+        _require(ops.logical_and(ops.min(x) >= 0, ops.max(x) < ids_shape[1]),
+                 f"positions must be indices in [0, {ids_shape[1]}) of ids {ids_shape}")
+    elif int(np.prod(x.shape)):
+        validate.token_positions("positions", dtype_name(x), validate.shape_of(x), ids_shape, int(ops.min(x)),
+                                 int(ops.max(x)))
+    return x
+
+
 def attention(query, key, value, mask=None, same_d: bool = True):
     """The inputs of an attention layer: float query (B, T_q, d), key (B, T_k, d), value (B, T_k, d_v), the
     shapes checked, and the mask as bool (or None)."""

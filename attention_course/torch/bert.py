@@ -1,5 +1,6 @@
 """Chapter 9's BERT in PyTorch: Chapter 8's post-LN encoder layers (GELU, LayerNorm epsilon 1e-12) under token,
-position and segment embeddings, and the loading of a pretrained BERT's weights (``attention_course.pretrained``).
+position and segment embeddings; the masked-language-model head that pretrains it and the classifier that
+fine-tunes it; the loading and saving of BERT weights (``attention_course.pretrained``).
 Same names and signatures as ``attention_course.keras.bert``.
 
 Shapes: B batch, T tokens, d = d_model. ``mask`` says True (or 1) where a token is real.
@@ -7,16 +8,21 @@ Shapes: B batch, T tokens, d = d_model. ``mask`` says True (or 1) where a token 
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .. import validate
-from ..pretrained import bert_parameters
+from ..pretrained import ModelUnavailableError, PretrainedBert, bert_parameters, from_parameters
 from . import inputs
 from .transformer import EncoderLayer
 
-__all__ = ["BertEmbeddings", "Bert", "load_pretrained"]
+__all__ = ["BertEmbeddings", "Bert", "MaskedLM", "SentenceClassifier", "load_pretrained", "export_bert"]
+
+INIT = 0.02   # BERT's initializer range: the embedding tables are drawn from N(0, 0.02²)
 
 
 class BertEmbeddings(nn.Module):
@@ -30,6 +36,8 @@ class BertEmbeddings(nn.Module):
         self.segments = nn.Embedding(segments, d_model)
         self.norm = nn.LayerNorm(d_model, eps=1e-12)
         self.dropout = nn.Dropout(dropout)
+        for table in (self.tokens, self.positions, self.segments):
+            nn.init.normal_(table.weight, std=INIT)
 
     def forward(self, ids, segments=None):
         # ids (B, T), segments (B, T) ids of the sentence each token is in (default: all 0) → (B, T, d)
@@ -67,10 +75,57 @@ class Bert(nn.Module):
         return (x, {"hidden": hidden, "attention": attention}) if return_weights else x
 
 
-def load_pretrained(weights, dropout: float = 0.1) -> Bert:
-    """A ``Bert`` holding ``weights`` (a pretrained BERT, ``attention_course.pretrained.read_bert``), in eval mode."""
-    model = Bert(**weights.sizes, dropout=dropout)
+class MaskedLM(nn.Module):
+    """A ``Bert`` with BERT's masked-language-model head: the hidden state at each position to predict goes through
+    a dense layer, GELU and a LayerNorm, then scores every word piece against the token embeddings (the output
+    layer shares the input table, as in the paper), plus a bias. ids, mask, segments (B, T) and positions (B, P),
+    the positions to predict → logits (B, P, V)."""
+
+    def __init__(self, vocab: int, d_model: int = 128, heads: int = 4, layers: int = 2, d_ff: int = 512,
+                 max_len: int = 512, segments: int = 2, dropout: float = 0.1):
+        super().__init__()
+        self.bert = Bert(vocab, d_model, heads, layers, d_ff, max_len, segments, dropout)
+        self.transform = nn.Linear(d_model, d_model)
+        self.norm = nn.LayerNorm(d_model, eps=1e-12)
+        self.bias = nn.Parameter(torch.zeros(vocab))
+
+    def forward(self, ids, mask, positions, segments=None):
+        h = self.bert(ids, mask, segments)                                            # (B, T, d)
+        positions = inputs.positions(positions, h.shape[:2], h.device)                # (B, P)
+        h = torch.gather(h, 1, positions[..., None].expand(-1, -1, h.shape[-1]))       # (B, P, d)
+        h = self.norm(F.gelu(self.transform(h)))
+        return h @ self.bert.embeddings.tokens.weight.T + self.bias                  # (B, P, V)
+
+
+class SentenceClassifier(nn.Module):
+    """BERT fine-tuned to classify a text: the final hidden state of [CLS] through BERT's pooler (a dense layer
+    with tanh), dropout and a linear layer to ``classes`` logits. ids, mask (B, T) → logits (B, classes)."""
+
+    def __init__(self, bert: Bert, classes: int = 2, dropout: float = 0.1):
+        super().__init__()
+        (classes,) = validate.sizes(classes=classes)
+        d_model = bert.embeddings.tokens.embedding_dim
+        self.bert = bert
+        self.pooler = nn.Linear(d_model, d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.out = nn.Linear(d_model, classes)
+
+    def forward(self, ids, mask=None, return_weights: bool = False):
+        out = self.bert(ids, mask, return_weights=return_weights)
+        h = out[0] if return_weights else out                                          # (B, T, d)
+        logits = self.out(self.dropout(torch.tanh(self.pooler(h[:, 0]))))           # [CLS] → (B, classes)
+        return (logits, out[1]["attention"]) if return_weights else logits
+
+
+def load_pretrained(weights, dropout: float = 0.1, masked_lm: bool = False) -> Bert | MaskedLM:
+    """A ``Bert`` holding ``weights`` (a pretrained BERT, ``attention_course.pretrained.read_bert``), in eval mode;
+    with ``masked_lm``, a ``MaskedLM`` with the weights' masked-LM head as well."""
     params = bert_parameters(weights)
+    if masked_lm and "head" not in params:
+        raise ModelUnavailableError("these weights have no masked-LM head (cls.predictions.*): load them with "
+                                    "masked_lm=False (MiniLM's last training replaced its head)")
+    model = MaskedLM(**weights.sizes, dropout=dropout) if masked_lm else Bert(**weights.sizes, dropout=dropout)
+    bert = model.bert if masked_lm else model
 
     def put(module, *arrays):
         for target, array in zip((module.weight, module.bias), arrays, strict=True):
@@ -80,16 +135,40 @@ def load_pretrained(weights, dropout: float = 0.1) -> Bert:
 
     with torch.no_grad():
         e = params["embeddings"]
-        for table, name in ((model.embeddings.tokens, "tokens"), (model.embeddings.positions, "positions"),
-                            (model.embeddings.segments, "segments")):
+        for table, name in ((bert.embeddings.tokens, "tokens"), (bert.embeddings.positions, "positions"),
+                            (bert.embeddings.segments, "segments")):
             validate.same_shape(name, tuple(e[name].shape), tuple(table.weight.shape), "the model's")
             table.weight.copy_(torch.as_tensor(e[name]))
-        put(model.embeddings.norm, *e["norm"])
-        for layer, p in zip(model.encoder, params["layers"], strict=True):
+        put(bert.embeddings.norm, *e["norm"])
+        for layer, p in zip(bert.encoder, params["layers"], strict=True):
             for name in ("W_q", "W_k", "W_v", "W_o"):
                 put(getattr(layer.self_attention, name), *p[name])
             put(layer.feed_forward.W_1, *p["W_1"])
             put(layer.feed_forward.W_2, *p["W_2"])
             put(layer.norm_1, *p["norm_1"])
             put(layer.norm_2, *p["norm_2"])
+        if masked_lm:
+            put(model.transform, *params["head"]["transform"])
+            put(model.norm, *params["head"]["norm"])
+            model.bias.copy_(torch.as_tensor(params["head"]["bias"]))
     return model.eval()
+
+
+def export_bert(model: Bert | MaskedLM) -> PretrainedBert:
+    """``model``'s weights under the names of Hugging Face's ``BertModel`` (a ``MaskedLM``'s head under those of
+    ``BertForMaskedLM``): ``pretrained.write_bert`` saves them, ``load_pretrained`` of either framework reads them."""
+    def pair(module):
+        return module.weight.detach().cpu().numpy(), module.bias.detach().cpu().numpy()
+
+    bert = cast(Bert, getattr(model, "bert", model))    # a MaskedLM (or the chapter's own) holds its Bert
+    e = bert.embeddings
+    params = {"embeddings": {"tokens": e.tokens.weight.detach().cpu().numpy(),
+                             "positions": e.positions.weight.detach().cpu().numpy(),
+                             "segments": e.segments.weight.detach().cpu().numpy(), "norm": pair(e.norm)},
+              "layers": [{**{name: pair(getattr(layer.self_attention, name)) for name in ("W_q", "W_k", "W_v", "W_o")},
+                          "W_1": pair(layer.feed_forward.W_1), "W_2": pair(layer.feed_forward.W_2),
+                          "norm_1": pair(layer.norm_1), "norm_2": pair(layer.norm_2)} for layer in bert.encoder]}
+    if hasattr(model, "transform"):
+        params["head"] = {"transform": pair(model.transform), "norm": pair(model.norm),
+                          "bias": model.bias.detach().cpu().numpy()}
+    return from_parameters(params, heads=bert.encoder[0].self_attention.heads)

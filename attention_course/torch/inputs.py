@@ -70,6 +70,16 @@ def ids(x, name: str, embed, ndim: int = 2, length: int | None = None) -> torch.
     return x
 
 
+def positions(x, ids_shape, device=None) -> torch.Tensor:
+    """Indices (B, P) of positions in sequences of shape ``ids_shape`` (B, T), on ``device``."""
+    x = tensor(x, "positions", device)
+    validate.token_positions("positions", dtype_name(x), validate.shape_of(x), tuple(ids_shape))
+    if x.numel():
+        low, high = torch.stack(torch.aminmax(x)).tolist()
+        validate.token_positions("positions", dtype_name(x), validate.shape_of(x), tuple(ids_shape), low, high)
+    return x
+
+
 def attention(query, key, value, mask=None, same_d: bool = True):
     """The inputs of an attention layer: float query (B, T_q, d), key (B, T_k, d), value (B, T_k, d_v) on the
     query's device, the shapes checked, and the mask as bool (or None)."""

@@ -1,0 +1,178 @@
+"""Chapter 9's small BERT: the masked-LM head computes what ``transformers``' ``BertForMaskedLM`` computes with the
+same weights; saving and loading go through the format ``transformers`` reads, in both frameworks; the WordPiece
+vocabulary, the masking and the fixed number of predictions per sequence follow BERT's rules; the fine-tuning
+table is the mean and spread of the seeds' runs."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from conftest import to_numpy
+
+import attention_course as ac
+from attention_course import pretrained
+from attention_course.errors import InputError
+from attention_course.experiments import chapter9 as c9
+
+SIZES = {"vocab": 50, "d_model": 16, "heads": 4, "layers": 2, "d_ff": 32, "max_len": 12}
+
+
+def _batch(seed=0):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(5, SIZES["vocab"], size=(3, 10))
+    mask = np.ones((3, 10), bool)
+    mask[1, 7:], ids[1, 7:] = False, 0
+    return ids, mask, rng.integers(0, 7, size=(3, 4))
+
+
+@pytest.fixture(scope="module")
+def trained_like():
+    """A PyTorch MaskedLM with every weight moved off its initial value (a LayerNorm's γ of exactly 1 would hide a
+    swapped γ and β), exported."""
+    torch.manual_seed(0)
+    model = ac.torch.MaskedLM(**SIZES).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    return model, ac.torch.export_bert(model)
+
+
+def test_the_masked_lm_head_is_transformers_bert_for_masked_lm(tmp_path, trained_like):
+    transformers = pytest.importorskip("transformers")
+    model, weights = trained_like
+    folder = pretrained.write_bert(tmp_path / "small", weights)
+    assert json.loads((folder / "config.json").read_text())["architectures"] == ["BertForMaskedLM"]
+    hf = transformers.BertForMaskedLM.from_pretrained(folder, attn_implementation="eager").eval()
+    ids, mask, positions = _batch()
+    with torch.no_grad():
+        want = hf(torch.as_tensor(ids), attention_mask=torch.as_tensor(mask.astype(np.int64))).logits.numpy()
+        got = model(ids, mask, positions).numpy()
+    np.testing.assert_allclose(got, np.take_along_axis(want, positions[..., None], 1), rtol=1e-4, atol=1e-5)
+
+
+def test_a_saved_small_bert_loads_into_both_frameworks_and_they_agree(tmp_path, trained_like):
+    model, weights = trained_like
+    folder = pretrained.write_bert(tmp_path / "small", weights)
+    assert sorted(p.name for p in folder.iterdir()) == ["config.json", "model.safetensors"]
+    assert not list(tmp_path.glob("*.part-*"))                                       # nothing half-written left
+    read = pretrained.read_bert(folder)
+    ids, mask, positions = _batch(1)
+    with torch.no_grad():
+        want = model(ids, mask, positions).numpy()
+    for fw in (ac.torch, ac.keras):
+        loaded = fw.load_pretrained(read, masked_lm=True)
+        np.testing.assert_allclose(to_numpy(fw.predict(loaded, (ids, mask, positions))), want, rtol=1e-4, atol=1e-5)
+        again = fw.export_bert(loaded)                                                # and back, unchanged
+        assert again.weights.keys() == weights.weights.keys() and again.config == weights.config
+        for name, array in weights.weights.items():
+            np.testing.assert_allclose(again.weights[name], array, rtol=1e-6, atol=1e-7, err_msg=name)
+
+
+def test_the_classifier_twins_agree_and_read_the_cls_state(trained_like):
+    _, weights = trained_like
+    ids, mask, _ = _batch(2)
+    torch.manual_seed(0)
+    torch_model = ac.torch.SentenceClassifier(ac.torch.load_pretrained(weights), classes=3).eval()
+    keras_model = ac.keras.SentenceClassifier(ac.keras.load_pretrained(weights), classes=3)
+    keras_model(ids, mask)
+    for ours, theirs in ((keras_model.pooler, torch_model.pooler), (keras_model.out, torch_model.out)):
+        ours.set_weights([theirs.weight.detach().numpy().T, theirs.bias.detach().numpy()])
+    with torch.no_grad():
+        want, attention = torch_model(ids, mask, return_weights=True)
+    assert want.shape == (3, 3) and len(attention) == SIZES["layers"]
+    np.testing.assert_allclose(to_numpy(keras_model(ids, mask)), want.numpy(), rtol=1e-4, atol=1e-5)
+    changed = ids.copy()
+    changed[:, 1:] = (changed[:, 1:] % 40) + 5                                      # [CLS] kept, the words changed
+    with torch.no_grad():
+        assert not np.allclose(torch_model(changed, mask).numpy(), want.numpy())    # [CLS] read the sentence
+
+
+def test_loading_a_head_that_is_not_there_and_bad_positions_are_named(fw, trained_like):
+    _, weights = trained_like
+    no_head = pretrained.PretrainedBert(None, weights.config,
+                                        {k: v for k, v in weights.weights.items() if not k.startswith("cls.")})
+    with pytest.raises(pretrained.ModelUnavailableError, match="no masked-LM head"):
+        fw.load_pretrained(no_head, masked_lm=True)
+    model = fw.load_pretrained(weights, masked_lm=True)
+    ids, mask, positions = _batch()
+    with pytest.raises(InputError, match=r"positions .* in \[0, 10\) of ids \(3, 10\); got indices from"):
+        model(ids, mask, positions + 10)
+    with pytest.raises(InputError, match=r"positions .*shape \(2, 4\)"):
+        model(ids, mask, positions[:2])
+
+
+# ---- the data and the masking --------------------------------------------------------------------------------
+
+TEXTS = ["The quick brown fox jumps over the lazy dog.", "A king rode to the castle, and the queen followed.",
+         "Dogs and foxes are animals; castles are buildings."] * 30
+
+
+def test_the_wordpiece_vocabulary_starts_with_the_specials_and_wraps_each_text():
+    tokenizer = c9.wordpiece(TEXTS, 120)
+    assert [tokenizer.id_to_token(i) for i in range(5)] == c9.SPECIALS
+    assert tokenizer.get_vocab_size() <= 120
+    encoded = tokenizer.encode("The king jumps over the castle!")
+    assert encoded.tokens[0] == "[CLS]" and encoded.tokens[-1] == "[SEP]"
+    assert "the" in encoded.tokens and any(t.startswith("##") for t in tokenizer.encode("foxes kingly").tokens)
+
+
+def test_pretraining_sequences_are_cls_text_sep_with_the_end_held_out():
+    sizes = {**c9.PRETRAIN_SIZES["quick"], "vocab": 120, "length": 12}
+    data = c9.pretraining_data(sizes, TEXTS)
+    assert data.train.shape[1] == data.val.shape[1] == 12
+    assert (data.train[:, 0] == c9.CLS).all() and (data.train[:, -1] == c9.SEP).all()
+    assert not np.isin(data.train[:, 1:-1], [c9.CLS, c9.SEP, c9.PAD]).any()
+    total = len(data.train) + len(data.val)
+    assert len(data.val) == total - int(total * 0.95) > 0
+
+
+def test_masked_examples_gather_the_chosen_positions_as_bert_does():
+    rng = np.random.default_rng(0)
+    ids = np.concatenate([np.full((400, 1), c9.CLS), rng.integers(5, 1000, size=(400, 30)),
+                          np.full((400, 1), c9.SEP)], axis=1)
+    inputs, mask, positions, labels = c9.masked_examples(ids, 1000, predictions=3, rng=rng)
+    assert mask.all() and positions.shape == labels.shape == (400, 3)
+    real = labels != c9.IGNORE
+    assert (np.take_along_axis(ids, positions, 1)[real] == labels[real]).all()        # the original piece
+    assert (positions[~real] == 0).all()                                             # padding points at [CLS]
+    changed = inputs != ids
+    assert not changed[:, [0, -1]].any()                                             # [CLS] and [SEP] never chosen
+    rows, cols = np.nonzero(changed)
+    chosen = {(r, int(p)) for r, row in enumerate(positions) for p, ok in zip(row, real[r], strict=True) if ok}
+    assert all((r, c) in chosen for r, c in zip(rows, cols, strict=True))           # only chosen pieces change
+    assert real.sum(1).max() == 3 and (real.sum(1) == 3).mean() > 0.5               # 15 % of 30 is 4.5: many capped
+    assert (inputs[real.sum(1) == 3] != ids[real.sum(1) == 3]).sum(1).max() <= 3    # the extra ones put back
+
+
+def test_the_checker_accepts_the_chapter_masking_rule(capsys):
+    ac.checks.mlm_mask(c9.mlm_mask, seed=1)
+    assert "✓ masked-LM rule" in capsys.readouterr().out
+
+
+def test_the_unigram_baseline_is_the_frequencies_entropy():
+    data = c9.Pretraining(None, np.array([[c9.CLS, 5, 5, 5, 6, c9.SEP]]), np.zeros((0, 6), np.int64))
+    data.tokenizer = type("T", (), {"get_vocab_size": staticmethod(lambda: 8)})()
+    labels = np.array([[5, 6, c9.IGNORE]])
+    baseline = c9.unigram_baseline(data, labels)
+    p = (np.array([3, 1]) + 1) / (4 + 8)                                             # add-one smoothing over 8
+    assert baseline["loss"] == pytest.approx(-np.log(p).mean())
+    assert baseline["accuracy"] == 0.5                                               # always 5
+
+
+def test_bert_schedule_rises_then_falls_to_zero():
+    rate = c9.linear_schedule(1e-3, warmup=10, steps=110)
+    assert rate(1) == pytest.approx(1e-4) and rate(10) == pytest.approx(1e-3)
+    assert rate(60) == pytest.approx(5e-4) and rate(110) == 0 and rate(200) == 0
+
+
+def test_the_finetuning_table_gives_mean_spread_and_seeds():
+    runs = [{"model": "small BERT, pretrained", "seed": s, "val_accuracy": a, "parameters": 10}
+            for s, a in enumerate([0.8, 0.82, 0.84])]
+    chapter3 = [{"model": "attention", "seed": s, "val_accuracy": 0.7 + s / 100} for s in range(3)]
+    chapter3 += [{"model": "attention GRU", "seed": 0, "val_accuracy": 0.9}]                # not compared
+    table = c9.finetune_table(runs, chapter3)
+    assert list(table.index) == ["small BERT, pretrained", "Chapter 3: attention"]
+    row = table.loc["small BERT, pretrained"]
+    assert row["accuracy"] == pytest.approx(0.82) and row["sd"] == pytest.approx(0.02)
+    assert (row["seeds"], row["lowest"], row["highest"]) == (3, 0.8, 0.84)
