@@ -12,7 +12,7 @@ from conftest import to_numpy
 
 import attention_course as ac
 from attention_course import pretrained
-from attention_course.errors import InputError
+from attention_course.errors import InputError, ShapeError
 from attention_course.experiments import chapter9 as c9
 
 SIZES = {"vocab": 50, "d_model": 16, "heads": 4, "layers": 2, "d_ff": 32, "max_len": 12}
@@ -176,3 +176,55 @@ def test_the_finetuning_table_gives_mean_spread_and_seeds():
     row = table.loc["small BERT, pretrained"]
     assert row["accuracy"] == pytest.approx(0.82) and row["sd"] == pytest.approx(0.02)
     assert (row["seeds"], row["lowest"], row["highest"]) == (3, 0.8, 0.84)
+
+
+# ---- is attention an explanation? --------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def classifiers(trained_like):
+    """The same fine-tuned-like SentenceClassifier in both frameworks (the pooler and output layer copied)."""
+    _, weights = trained_like
+    torch.manual_seed(1)
+    torch_model = ac.torch.SentenceClassifier(ac.torch.load_pretrained(weights)).eval()
+    keras_model = ac.keras.SentenceClassifier(ac.keras.load_pretrained(weights))
+    ids, mask, _ = _batch()
+    keras_model(ids, mask)
+    for ours, theirs in ((keras_model.pooler, torch_model.pooler), (keras_model.out, torch_model.out)):
+        ours.set_weights([theirs.weight.detach().numpy().T, theirs.bias.detach().numpy()])
+    return {"pytorch": (ac.torch, torch_model), "keras": (ac.keras, keras_model)}
+
+
+@pytest.mark.parametrize("name", ["pytorch", "keras"])
+def test_the_cls_row_recomputed_with_its_own_weights_is_the_model(classifiers, name):
+    fw, model = classifiers[name]
+    ids, mask, _ = _batch(3)
+    probs, own = c9.classify(fw, model, ids, mask)
+    assert own.shape == (3, SIZES["heads"], 10)
+    np.testing.assert_allclose(own.sum(-1), 1, atol=1e-5)
+    np.testing.assert_allclose(c9._softmax(fw.logits_with_cls_attention(model, ids, mask, own)), probs, atol=1e-5)
+    uniform = np.where(mask[:, None, :], 1.0, 0.0) / mask.sum(1)[:, None, None] * np.ones_like(own)
+    assert not np.allclose(fw.logits_with_cls_attention(model, ids, mask, uniform),
+                           fw.logits_with_cls_attention(model, ids, mask, own))
+    with pytest.raises(ShapeError, match=r"attention .*\(3, 4, 10\)"):
+        fw.logits_with_cls_attention(model, ids, mask, own[:, :2])
+
+
+def test_the_probes_agree_across_frameworks(classifiers):
+    ids, mask, _ = _batch(4)
+    (tf_, k), (pt, t) = classifiers["keras"], classifiers["pytorch"]
+    np.testing.assert_allclose(k_grad := tf_.token_gradients(k, ids, mask), pt.token_gradients(t, ids, mask),
+                               rtol=1e-3, atol=1e-6)
+    assert k_grad.shape == ids.shape and (k_grad[mask] > 0).all() and (k_grad[~mask] == 0).all()   # pads: unread
+    shuffles = {name: c9.permutation_test(fw, model, ids, mask, permutations=5, seed=0)
+                for name, (fw, model) in classifiers.items()}
+    np.testing.assert_allclose(shuffles["keras"].to_numpy(), shuffles["pytorch"].to_numpy(), atol=1e-4)
+    s = shuffles["pytorch"]
+    assert list(s["tokens"]) == [10, 7, 10] and (s >= 0).all().all()
+    assert (s[["median distance", "largest distance", "flips", "largest weight"]] <= 1).all().all()
+    taus = c9.attention_and_gradients(pt, t, ids, mask)
+    assert list(taus["pieces"]) == [8, 5, 8] and taus["tau"].between(-1, 1).all()
+
+
+def test_total_variation_is_half_the_l1_distance():
+    assert c9.total_variation([1.0, 0.0], [0.0, 1.0]) == 1
+    assert c9.total_variation([0.5, 0.5], [0.7, 0.3]) == pytest.approx(0.2)

@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
                "parameters": chapter5.parameters(model), "pretrain_seconds": seconds,
                "steps": [(e + 1) * per_epoch for e in range(len(history))], "history": history.metrics,
                "best_epoch": history.best_epoch,
-               "val_accuracy": fw.accuracy(model, val[:3], val[3], ignore_index=chapter9.IGNORE),
+               "val_accuracy": fw.accuracy(model, val[:3], val[3], ignore_index=chapter9.IGNORE, batch_size=64),
                "unigram": chapter9.unigram_baseline(data, val[3]),
                "fill_in": chapter9.fill_in(fw, model, data.tokenizer, BLANKS), "finetune": []}
     print(f"pretrained: validation loss {min(history['val_loss']):.3f}, accuracy {results['val_accuracy']:.3f} "

@@ -12,6 +12,8 @@ from .captioning import *  # noqa: F403, E402  (Chapter 6)
 from .captioning import __all__ as _captioning_all  # noqa: E402
 from .draw import *  # noqa: F403, E402  (Chapter 6: DRAW's reading window)
 from .draw import __all__ as _draw_all  # noqa: E402
+from .explain import *  # noqa: F403, E402  (Chapter 9: is attention an explanation?)
+from .explain import __all__ as _explain_all  # noqa: E402
 from .hard import *  # noqa: F403, E402  (Chapter 2)
 from .hard import __all__ as _hard_all  # noqa: E402
 from .layers import DotProductAttention, masked_softmax  # noqa: E402
@@ -36,5 +38,5 @@ __all__ = [
     "DotProductAttention", "masked_softmax", "OneToOne", "OneToMany", "ManyToOne", "ManyToMany", "Seq2Seq",
     "fit", "predict", "accuracy", "device", "evaluate_loss",
     *_hard_all, *_pointer_all, *_recurrent_all, *_scores_all, *_translation_all, *_captioning_all, *_draw_all,
-    *_self_attention_all, *_probes_all, *_transformer_all, *_bert_all,
+    *_self_attention_all, *_probes_all, *_transformer_all, *_bert_all, *_explain_all,
 ]

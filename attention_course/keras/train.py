@@ -151,6 +151,7 @@ def predict(model: keras.Model, inputs, batch_size: int = 512) -> np.ndarray:
     return np.concatenate(outs)
 
 
-def accuracy(model: keras.Model, inputs, targets, ignore_index: int | None = None) -> float:
-    """Share of correct argmax predictions, leaving out ``ignore_index`` targets."""
-    return accuracy_of(predict, model, inputs, targets, ignore_index)
+def accuracy(model: keras.Model, inputs, targets, ignore_index: int | None = None, batch_size: int = 512) -> float:
+    """Share of correct argmax predictions, leaving out ``ignore_index`` targets (predicted ``batch_size`` at a
+    time: a smaller batch holds less memory)."""
+    return accuracy_of(lambda m, x: predict(m, x, batch_size), model, inputs, targets, ignore_index)

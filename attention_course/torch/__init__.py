@@ -7,6 +7,8 @@ from .captioning import *  # noqa: F403  (Chapter 6)
 from .captioning import __all__ as _captioning_all
 from .draw import *  # noqa: F403  (Chapter 6: DRAW's reading window)
 from .draw import __all__ as _draw_all
+from .explain import *  # noqa: F403  (Chapter 9: is attention an explanation?)
+from .explain import __all__ as _explain_all
 from .hard import *  # noqa: F403  (Chapter 2)
 from .hard import __all__ as _hard_all
 from .layers import DotProductAttention, masked_softmax
@@ -31,5 +33,5 @@ __all__ = [
     "DotProductAttention", "masked_softmax", "OneToOne", "OneToMany", "ManyToOne", "ManyToMany", "Seq2Seq",
     "fit", "predict", "accuracy", "device", "evaluate_loss",
     *_hard_all, *_pointer_all, *_recurrent_all, *_scores_all, *_translation_all, *_captioning_all, *_draw_all,
-    *_self_attention_all, *_probes_all, *_transformer_all, *_bert_all,
+    *_self_attention_all, *_probes_all, *_transformer_all, *_bert_all, *_explain_all,
 ]
