@@ -138,3 +138,37 @@ def test_results_are_written_and_the_training_clock_kept_beside_the_checkpoint(t
     assert (tmp_path / "run.ckpt.seconds").exists()           # a resumed run adds its time to this one's
     full_run.write(tmp_path / "a" / "full-pytorch.json", {"runs": [{"model": "Transformer"}]})
     assert json.loads((tmp_path / "a" / "full-pytorch.json").read_text())["runs"][0]["model"] == "Transformer"
+
+
+def test_chapter9_tool_pretrains_saves_finetunes_and_writes_its_results(tmp_path):
+    from attention_course import pretrained
+    from tools import chapter9_pretrain
+
+    tiny = ["--size", "quick", "--seeds", "1", "--set", "sequences=64", "--set", "epochs=1", "--set", "vocab=300",
+            "--set", "d_model=16", "--set", "layers=1", "--set", "d_ff=32", "--out", str(tmp_path),
+            "--checkpoints", str(tmp_path / "ckpt")]
+    try:
+        assert chapter9_pretrain.main(tiny) == 0
+    finally:
+        frameworks.use(None)
+    result = json.loads((tmp_path / "pretraining-quick-pytorch.json").read_text())
+    assert result["sizes"]["sequences"] == 64 and result["steps"] == [2] and len(result["history"]["val_loss"]) == 1
+    assert [r["model"] for r in result["finetune"]] == ["small BERT, pretrained", "small BERT, from scratch"]
+    assert {r["seed"] for r in result["chapter3"]["runs"]} == {0} and len(result["fill_in"]) == 4
+    folder = tmp_path / "ckpt" / "small-bert-quick-sequences64-epochs1-vocab300-d_model16-layers1-d_ff32"
+    model = pretrained.read_bert(folder)
+    assert model.sizes["d_model"] == 16 and "cls.predictions.bias" in model.weights
+    assert (folder / "tokenizer.json").exists()
+
+
+def test_the_committed_chapter9_results_hold_what_the_chapter_reads():
+    from pathlib import Path
+
+    from attention_course.experiments import chapter9
+
+    result = json.loads((Path(__file__).parents[1] / "book/09-bert/results/pretraining-full-pytorch.json").read_text())
+    table = chapter9.finetune_table(result["finetune"], result["chapter3"]["runs"])
+    assert list(table.index) == ["small BERT, pretrained", "small BERT, from scratch", "Chapter 3: last state",
+                                 "Chapter 3: attention"]
+    assert (table["seeds"] == 5).all()
+    assert min(result["history"]["val_loss"]) < result["unigram"]["loss"] and result["fill_in"]

@@ -34,13 +34,7 @@ PROMPT = "ROMEO:\n"
 
 def sizes_with(size: str, settings: list[str]) -> dict:
     """``LM_SIZES[size]`` with each ``KEY=VALUE`` of ``settings`` put in (numbers, of the same type)."""
-    sizes = dict(chapter8.LM_SIZES[size])
-    for item in settings:
-        key, _, value = item.partition("=")
-        if key not in sizes or not value:
-            raise SystemExit(f"--set takes KEY=VALUE with KEY one of {', '.join(sizes)}; got {item!r}")
-        sizes[key] = type(sizes[key])(float(value))
-    return sizes
+    return full_run.sizes_with(chapter8.LM_SIZES, size, settings)
 
 
 def main(argv: list[str] | None = None) -> int:

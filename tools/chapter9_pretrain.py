@@ -4,6 +4,7 @@ sentences over several seeds against the same BERT trained from scratch.
 
     COURSE_DATA_DIR=/path/to/data .venv/bin/python tools/chapter9_pretrain.py              # full size, 5 seeds
     ... --size quick --seeds 2 --out /tmp/smoke                                           # a smoke run
+    ... --set epochs=8 --label "two more epochs"                                          # one size changed
 
 Writes
 - the pretrained model into ``--model`` (default build/chapter9/small-bert-<size>: config.json, model.safetensors
@@ -45,11 +46,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", choices=sorted(chapter9.PRETRAIN_SIZES), default="full")
     parser.add_argument("--framework", choices=("pytorch", "keras"), default="pytorch")
     parser.add_argument("--seeds", type=int, default=5, help="fine-tuning seeds 0 … N-1")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="change one size")
+    parser.add_argument("--label", default="", help="what the run is, when not the size as defined (kept)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--checkpoints", type=Path, default=ROOT / "build/chapter9")
     parser.add_argument("--model", type=Path, help="where to save the pretrained model")
     args = parser.parse_args(argv)
-    sizes = chapter9.PRETRAIN_SIZES[args.size]
+    sizes = full_run.sizes_with(chapter9.PRETRAIN_SIZES, args.size, args.set)
 
     from attention_course import frameworks, pretrained
 
@@ -60,17 +63,18 @@ def main(argv: list[str] | None = None) -> int:
     data = chapter9.pretraining_data(sizes)
     vocab = data.tokenizer.get_vocab_size()
     model = chapter9.build_mlm(fw, sizes, vocab, seed=0)
-    ckpt = args.checkpoints / f"mlm-{args.size}-{args.framework}.ckpt"
+    tag = "".join(f"-{item.replace('=', '')}" for item in args.set)          # a changed size: its own checkpoint
+    ckpt = args.checkpoints / f"mlm-{args.size}{tag}-{args.framework}.ckpt"
     start = time.perf_counter()
     history, val = chapter9.pretrain(fw, model, data, sizes, seed=0, checkpoint=ckpt, desc="pretraining")
     seconds = full_run.seconds_so_far(ckpt, start)
     weights = fw.export_bert(model)
-    folder = pretrained.write_bert(args.model or args.checkpoints / f"small-bert-{args.size}", weights,
+    folder = pretrained.write_bert(args.model or args.checkpoints / f"small-bert-{args.size}{tag}", weights,
                                    data.tokenizer)
     sequences = len(data.train) if sizes["sequences"] is None else min(sizes["sequences"], len(data.train))
     per_epoch = -(-sequences * sizes["copies"] // sizes["batch_size"])
     results = {"command": "tools/chapter9_pretrain.py " + " ".join(map(shlex.quote, argv)), "size": args.size,
-               "sizes": sizes, "framework": args.framework, "hardware": chapter5.hardware(),
+               "label": args.label, "sizes": sizes, "framework": args.framework, "hardware": chapter5.hardware(),
                "date": time.strftime("%Y-%m-%d"), "vocabulary": vocab,
                "sequences": {"train": sequences, "val": len(data.val), "length": sizes["length"]},
                "parameters": chapter5.parameters(model), "pretrain_seconds": seconds,

@@ -62,6 +62,18 @@ def arguments(doc: str, sizes: dict[str, Any], models: list[str], out: Path,
     return args
 
 
+def sizes_with(table: dict[str, dict[str, Any]], size: str, settings: list[str]) -> dict[str, Any]:
+    """``table[size]`` with each ``KEY=VALUE`` of ``settings`` put in (numbers, of the type already there; an
+    integer where the size is None)."""
+    sizes = dict(table[size])
+    for item in settings:
+        key, _, value = item.partition("=")
+        if key not in sizes or not value:
+            raise SystemExit(f"--set takes KEY=VALUE with KEY one of {', '.join(sizes)}; got {item!r}")
+        sizes[key] = (int if sizes[key] is None else type(sizes[key]))(float(value))
+    return sizes
+
+
 def write(out: Path, results: dict[str, Any]) -> None:
     """Write a results file; the tools call it after every model, so an interrupted run keeps what it measured."""
     out.parent.mkdir(parents=True, exist_ok=True)
