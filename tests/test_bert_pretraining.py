@@ -201,7 +201,7 @@ def test_the_cls_row_recomputed_with_its_own_weights_is_the_model(classifiers, n
     probs, own = c9.classify(fw, model, ids, mask)
     assert own.shape == (3, SIZES["heads"], 10)
     np.testing.assert_allclose(own.sum(-1), 1, atol=1e-5)
-    np.testing.assert_allclose(c9._softmax(fw.logits_with_cls_attention(model, ids, mask, own)), probs, atol=1e-5)
+    np.testing.assert_allclose(c9.softmax(fw.logits_with_cls_attention(model, ids, mask, own)), probs, atol=1e-5)
     uniform = np.where(mask[:, None, :], 1.0, 0.0) / mask.sum(1)[:, None, None] * np.ones_like(own)
     assert not np.allclose(fw.logits_with_cls_attention(model, ids, mask, uniform),
                            fw.logits_with_cls_attention(model, ids, mask, own))

@@ -25,7 +25,7 @@ __all__ = ["SENTENCES", "Encoded", "encode", "forward", "attention_maps", "head_
            "SPECIALS", "PRETRAIN_SIZES", "FINETUNE", "pretraining_texts", "wordpiece", "Pretraining",
            "pretraining_data", "mlm_mask", "masked_examples", "unigram_baseline", "build_mlm", "pretrain", "fill_in",
            "sentiment_pieces", "finetune", "finetune_table", "linear_schedule", "cached_checkpoint", "IGNORE",
-           "classify", "permutation_test", "total_variation", "attention_and_gradients"]
+           "classify", "softmax", "permutation_test", "total_variation", "attention_and_gradients"]
 
 #: The seeds' sentences: the Analytics Vidhya guide's chasing example, the NLP-lab slides' "Thinking Machines", and
 #: the classic coreference sentence of the Transformer's blog posts.
@@ -296,7 +296,6 @@ def cached_checkpoint(run, framework: str) -> Path | None:
     return derived_dir() / "chapter9" / f"mlm-full-{framework}-seed{run.seed}.ckpt"
 
 
-
 def fill_in(fw: ModuleType, model, tokenizer, sentences: list[str], top: int = 5) -> list[dict[str, Any]]:
     """The ``top`` pieces ``model`` (a ``MaskedLM``) puts at each ``[MASK]`` of each sentence, with their
     probabilities: one row per blank."""
@@ -307,9 +306,7 @@ def fill_in(fw: ModuleType, model, tokenizer, sentences: list[str], top: int = 5
         where = np.flatnonzero(ids[0] == MASK)
         if not len(where):
             raise ValueError(f"no [MASK] in {sentence!r}")
-        logits = fw.predict(model, (ids, np.ones_like(ids, bool), where[None]))[0]      # (P, V)
-        p = np.exp(logits - logits.max(-1, keepdims=True))
-        p /= p.sum(-1, keepdims=True)
+        p = softmax(fw.predict(model, (ids, np.ones_like(ids, bool), where[None]))[0])  # (P, V)
         for k, position in enumerate(where):
             best = np.argsort(-p[k])[:top]
             rows.append({"sentence": sentence, "blank": int(position),
@@ -378,6 +375,7 @@ def finetune_table(runs: list[dict], chapter3_runs: Sequence[dict] = ()):
 
 CHUNK = 128     # sentences per forward pass in these probes: small batches keep the memory down
 
+
 def classify(fw: ModuleType, model, ids, mask) -> tuple[np.ndarray, np.ndarray]:
     """``model`` (a ``SentenceClassifier``) in eval mode on ids and mask (B, T): the class probabilities (B, classes)
     and the last layer's attention from [CLS] (B, h, T), as NumPy arrays."""
@@ -394,12 +392,13 @@ def classify(fw: ModuleType, model, ids, mask) -> tuple[np.ndarray, np.ndarray]:
         else:
             logits, attention = model(*batch, return_weights=True)
             logits, last = np.asarray(logits), np.asarray(attention[-1])
-        probs.append(_softmax(logits))
+        probs.append(softmax(logits))
         rows.append(last[:, :, 0, :])
     return np.concatenate(probs), np.concatenate(rows)
 
 
-def _softmax(logits: np.ndarray) -> np.ndarray:
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Class probabilities from logits, along the last axis."""
     e = np.exp(logits - logits.max(-1, keepdims=True))
     return e / e.sum(-1, keepdims=True)
 
@@ -427,8 +426,8 @@ def permutation_test(fw: ModuleType, model, ids, mask, permutations: int = 20, s
     rows = np.repeat(np.arange(len(ids)), permutations)
     logits = np.concatenate([fw.logits_with_cls_attention(model, ids[rows[i:i + CHUNK]], mask[rows[i:i + CHUNK]],
                                                           shuffled[i:i + CHUNK]) for i in range(0, len(rows), CHUNK)])
-    moved = total_variation(_softmax(logits), probs[rows]).reshape(len(ids), permutations)
-    flipped = (_softmax(logits).argmax(-1) != probs[rows].argmax(-1)).reshape(len(ids), permutations)
+    moved = total_variation(softmax(logits), probs[rows]).reshape(len(ids), permutations)
+    flipped = (softmax(logits).argmax(-1) != probs[rows].argmax(-1)).reshape(len(ids), permutations)
     return pd.DataFrame({"median distance": np.median(moved, 1), "largest distance": moved.max(1),
                          "flips": flipped.mean(1), "largest weight": own.mean(1).max(-1), "tokens": n})
 
