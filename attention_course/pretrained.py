@@ -159,9 +159,8 @@ def from_parameters(params: dict[str, Any], heads: int) -> PretrainedBert:
 
 def write_bert(folder: str | os.PathLike, model: PretrainedBert, tokenizer=None) -> Path:
     """Save ``model`` as ``transformers`` saves a ``BertModel``, or a ``BertForMaskedLM`` when it has the head
-    (``config.json``, ``model.safetensors``), with the
-    ``tokenizers`` tokenizer as ``tokenizer.json``. The folder is written beside its place and renamed into it:
-    an interrupted save leaves no half-written model."""
+    (``config.json``, ``model.safetensors``), with the ``tokenizers`` tokenizer as ``tokenizer.json``. The folder is
+    written beside its place and renamed into it: an interrupted save leaves no half-written model."""
     import shutil
     import tempfile
 

@@ -62,14 +62,23 @@ def encode(tokenizer, sentences: list[str], max_len: int = 128) -> Encoded:
 def forward(fw: ModuleType, model, ids, mask) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """``model`` (a ``Bert``) on ids and mask (N, T): the hidden states [embeddings, layer 1, …] (N, T, d) and the
     attention of each layer (N, h, T, T), as NumPy arrays, without gradients."""
-    if fw.__name__.endswith("torch"):
-        import torch
+    _, extra = _run(fw, model, ids, mask, return_weights=True)
+    return [_numpy(h) for h in extra["hidden"]], [_numpy(a) for a in extra["attention"]]
 
-        with torch.no_grad():
-            _, extra = model(ids, mask, return_weights=True)
-        return [h.cpu().numpy() for h in extra["hidden"]], [a.cpu().numpy() for a in extra["attention"]]
-    _, extra = model(ids, mask, return_weights=True)
-    return [np.asarray(h) for h in extra["hidden"]], [np.asarray(a) for a in extra["attention"]]
+
+def _run(fw: ModuleType, model, *args, **kwargs):
+    """``model(*args, **kwargs)`` for inference: PyTorch's in eval mode without gradients; Keras' as it is."""
+    if not fw.__name__.endswith("torch"):
+        return model(*args, **kwargs)
+    import torch
+
+    model.eval()
+    with torch.no_grad():
+        return model(*args, **kwargs)
+
+
+def _numpy(x) -> np.ndarray:
+    return x.cpu().numpy() if hasattr(x, "cpu") else np.asarray(x)
 
 
 def attention_maps(fw: ModuleType, model, data: Encoded, batch_size: int = 32) -> list[np.ndarray]:
@@ -381,19 +390,9 @@ def classify(fw: ModuleType, model, ids, mask) -> tuple[np.ndarray, np.ndarray]:
     and the last layer's attention from [CLS] (B, h, T), as NumPy arrays."""
     probs, rows = [], []
     for start in range(0, len(ids), CHUNK):
-        batch = ids[start:start + CHUNK], mask[start:start + CHUNK]
-        if fw.__name__.endswith("torch"):
-            import torch
-
-            model.eval()
-            with torch.no_grad():
-                logits, attention = model(*batch, return_weights=True)
-            logits, last = logits.cpu().numpy(), attention[-1].cpu().numpy()
-        else:
-            logits, attention = model(*batch, return_weights=True)
-            logits, last = np.asarray(logits), np.asarray(attention[-1])
-        probs.append(softmax(logits))
-        rows.append(last[:, :, 0, :])
+        logits, attention = _run(fw, model, ids[start:start + CHUNK], mask[start:start + CHUNK], return_weights=True)
+        probs.append(softmax(_numpy(logits)))
+        rows.append(_numpy(attention[-1])[:, :, 0, :])
     return np.concatenate(probs), np.concatenate(rows)
 
 

@@ -79,8 +79,8 @@ class Bert(Model):
 class MaskedLM(Model):
     """A ``Bert`` with BERT's masked-language-model head: the hidden state at each position to predict goes through
     a dense layer, GELU and a LayerNorm, then scores every word piece against the token embeddings (the output
-    layer shares the input table, as in the paper), plus a bias. ids, mask, segments (B, T) and positions (B, P),
-    the positions to predict → logits (B, P, V)."""
+    layer shares the input table, as in the paper), plus a bias. ids, mask (B, T), positions (B, P), the positions
+    to predict, and segments (B, T) → logits (B, P, V)."""
 
     def __init__(self, vocab: int, d_model: int = 128, heads: int = 4, layers: int = 2, d_ff: int = 512,
                  max_len: int = 512, segments: int = 2, dropout: float = 0.1, **kwargs):
