@@ -17,7 +17,7 @@ __all__ = ["setup", "glue", "__version__"]
 
 _LAZY = {
     "scale", "frameworks", "data", "text", "train", "viz", "widgets", "metrics", "checks", "assign",
-    "torch", "keras", "errors", "parity", "session", "decode", "translation_metrics",
+    "torch", "keras", "errors", "parity", "session", "decode", "translation_metrics", "results",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
         keras,
         metrics,
         parity,
+        results,
         scale,
         session,
         text,

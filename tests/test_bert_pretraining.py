@@ -86,6 +86,11 @@ def test_the_classifier_twins_agree_and_read_the_cls_state(trained_like):
     changed[:, 1:] = (changed[:, 1:] % 40) + 5                                      # [CLS] kept, the words changed
     with torch.no_grad():
         assert not np.allclose(torch_model(changed, mask).numpy(), want.numpy())    # [CLS] read the sentence
+    segments = (np.arange(ids.shape[1]) >= 4).astype(np.int64)[None].repeat(3, 0)     # a pair: B from position 4
+    with torch.no_grad():
+        pair = torch_model(ids, mask, segments).numpy()
+    assert not np.allclose(pair, want.numpy())                                      # the segments are read
+    np.testing.assert_allclose(to_numpy(keras_model(ids, mask, segments)), pair, rtol=1e-4, atol=1e-5)
 
 
 def test_loading_a_head_that_is_not_there_and_bad_positions_are_named(fw, trained_like):
@@ -228,3 +233,56 @@ def test_the_probes_agree_across_frameworks(classifiers):
 def test_total_variation_is_half_the_l1_distance():
     assert c9.total_variation([1.0, 0.0], [0.0, 1.0]) == 1
     assert c9.total_variation([0.5, 0.5], [0.7, 0.3]) == pytest.approx(0.2)
+
+
+# ---- next-sentence prediction --------------------------------------------------------------------------------
+
+def test_texts_are_cut_into_sentences_without_the_speaker():
+    assert c9.sentences("ANTONIO: Noble Sebastian, thou sleep'st. Wake! Is it H. americanus? Yes.") == \
+        ["Noble Sebastian, thou sleep'st.", "Wake!", "Is it H. americanus?", "Yes."]
+    assert c9.sentences("It rose 3.5 m. Then it fell.") == ["It rose 3.5 m.", "Then it fell."]
+
+
+DOCUMENTS = [" ".join(f"Alpha {d} beta {i} gamma." for i in range(6)) for d in range(40)]
+
+
+def _pair_of(text: str) -> tuple[int, int]:
+    words = text.split()
+    return int(words[1]), int(words[3])                                              # (document, sentence)
+
+
+def test_next_sentence_pairs_are_successors_random_sentences_or_swapped():
+    tokenizer = c9.wordpiece(DOCUMENTS, 120)
+    sizes = {**c9.NSP, "train": 120, "test": 20, "max_len": 24}
+    pairs = c9.next_sentence_data(tokenizer, sizes, DOCUMENTS, seed=3)
+    train, test, swapped = pairs["train"], pairs["test"], pairs["swapped"]
+    assert len(train.y) == 120 and len(test.y) == len(swapped.y) == 20
+    assert train.y.mean() == test.y.mean() == 0.5                                    # half real, half random
+    for p in (train, test):
+        for a, b, real in zip(p.first, p.second, p.y, strict=True):
+            (da, ia), (db, ib) = _pair_of(a), _pair_of(b)
+            assert ((da, ia + 1) == (db, ib)) == bool(real), (a, b, real)             # real: the next sentence
+    assert not {_pair_of(a)[0] for a in train.first} & {_pair_of(a)[0] for a in test.first}   # documents held out
+    np.testing.assert_array_equal(swapped.y, test.y)
+    for k, real in enumerate(test.y):
+        a, b = (swapped.first[k], swapped.second[k])
+        assert (_pair_of(a)[1] + 1 == _pair_of(b)[1]) == bool(real)                   # negatives: the wrong order
+        assert _pair_of(a)[0] == _pair_of(b)[0]                                       # from the same document
+    for row in range(len(train.y)):                                                  # [CLS] A [SEP] | B [SEP]
+        n = int(train.mask[row].sum())
+        tokens = [tokenizer.id_to_token(int(t)) for t in train.ids[row, :n]]
+        seps = [i for i, t in enumerate(tokens) if t == "[SEP]"]
+        assert tokens[0] == "[CLS]" and len(seps) == 2 and seps[1] == n - 1
+        np.testing.assert_array_equal(train.segments[row, :n], np.arange(n) > seps[0])
+    with pytest.raises(ValueError, match=r"asked for 9,999 sentence pairs, but the documents hold \d+"):
+        c9.next_sentence_data(tokenizer, {**sizes, "train": 9999}, DOCUMENTS)
+
+
+def test_the_word_overlap_baseline_is_blind_to_order():
+    tokenizer = c9.wordpiece(DOCUMENTS, 120)
+    pairs = c9.next_sentence_data(tokenizer, {**c9.NSP, "train": 120, "test": 20, "max_len": 24}, DOCUMENTS)
+    test = pairs["test"]
+    reversed_ = c9.SentencePairs(test.ids, test.mask, test.segments, test.y, test.second, test.first)
+    scores = c9.overlap_baseline({**pairs, "reversed": reversed_})
+    assert scores["reversed"] == scores["test"]
+    assert scores["train"] > 0.9            # here a real successor shares its document's number, a random one not

@@ -112,11 +112,17 @@ def test_repository_address_lives_in_one_place(tmp_path, monkeypatch):
     nb.parent.mkdir(parents=True)
     nb.write_text(json.dumps({"cells": [{"source": ['!pip install "x @ git+https://github.com/someone/else"']}]}),
                   encoding="utf-8")
+    module = tmp_path / "results.py"                                     # and a package module that does too
+    module.write_text('URL = "https://raw.githubusercontent.com/someone/else/dev/book/"\n', encoding="utf-8")
     monkeypatch.setattr(repository, "NOTEBOOKS", [nb])
+    monkeypatch.setattr(repository, "MODULES", [module])
     monkeypatch.setattr(repository, "ROOT", tmp_path)
     monkeypatch.setattr(repository, "configured", lambda: {"repo": "attention-course/attention-course",
                                                            "branch": "main"})
-    assert len(repository.disagreements()) == 1
+    wrong = repository.disagreements()
+    assert len(wrong) == 2 and "results.py: https://raw.githubusercontent.com/someone/else/dev/" in wrong[1]
+    assert repository.rewrite() == 2 and repository.disagreements() == []        # the cell and the module
+    assert "attention-course/attention-course/main/book/" in module.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.parent.name)

@@ -1,7 +1,8 @@
 """The repository's address lives in one place: ``repository.url`` (and ``branch``) in ``_config.yml``.
 
-The notebooks need it in three forms (their Colab link, the Colab install cell, and raw file addresses), and a
-notebook on Colab cannot read ``_config.yml``, so this command writes them from it:
+The notebooks need it in three forms (their Colab link, the Colab install cell, and raw file addresses), and so
+does the package (``attention_course.results.URL``, where a notebook on Colab reads the book's results); neither can
+read ``_config.yml`` on Colab, so this command writes them from it:
 
     .venv/bin/python tools/repository.py           # rewrite every notebook's addresses from _config.yml
     .venv/bin/python tools/repository.py --check   # list the addresses that disagree (exit 1); the tests run it
@@ -20,6 +21,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "book").glob("[0-9][0-9]-*/*.ipynb"))
+MODULES = [ROOT / "attention_course" / "results.py"]     # package modules holding a raw address
 GITHUB = r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+"
 PATTERNS = {   # form → (regex, replacement template with {repo} = owner/name and {branch})
     "colab": (re.compile(rf"https://colab\.research\.google\.com/github/{GITHUB}/blob/[\w.-]+/"),
@@ -52,6 +54,13 @@ def disagreements() -> list[str]:
             found += [f"{path.relative_to(ROOT)}: {m} ≠ {expected}" for m in regex.findall(text) if m != expected]
         if not PATTERNS["install"][0].search(text):
             found.append(f"{path.relative_to(ROOT)}: no Colab install cell (pip install git+https://github.com/...)")
+    regex, template = PATTERNS["raw"]
+    for path in MODULES:
+        addresses = regex.findall(path.read_text(encoding="utf-8"))
+        found += [f"{path.relative_to(ROOT)}: {m} ≠ {template.format(**where)}" for m in addresses
+                  if m != template.format(**where)]
+        if not addresses:
+            found.append(f"{path.relative_to(ROOT)}: no raw address (https://raw.githubusercontent.com/...)")
     return found
 
 
@@ -69,6 +78,13 @@ def rewrite() -> int:
                 cell["source"] = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
                 changed += 1
         path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    regex, template = PATTERNS["raw"]
+    for path in MODULES:
+        text = path.read_text(encoding="utf-8")
+        new = regex.sub(template.format(**where), text)
+        if new != text:
+            path.write_text(new, encoding="utf-8")
+            changed += 1
     return changed
 
 
@@ -77,7 +93,7 @@ def main(argv: list[str]) -> int:
         wrong = disagreements()
         print("\n".join(wrong) or f"every notebook points at {configured()['repo']} ({configured()['branch']})")
         return 1 if wrong else 0
-    print(f"rewrote {rewrite()} cells from _config.yml")
+    print(f"rewrote {rewrite()} cells and modules from _config.yml")
     return 0
 
 

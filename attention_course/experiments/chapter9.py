@@ -7,6 +7,7 @@ framework's module (``ac.torch`` or ``ac.keras``) as an argument.
 
 from __future__ import annotations
 
+import re
 import string
 import time
 from collections.abc import Sequence
@@ -25,7 +26,9 @@ __all__ = ["SENTENCES", "Encoded", "encode", "forward", "attention_maps", "head_
            "SPECIALS", "PRETRAIN_SIZES", "FINETUNE", "pretraining_texts", "wordpiece", "Pretraining",
            "pretraining_data", "mlm_mask", "masked_examples", "unigram_baseline", "build_mlm", "pretrain", "fill_in",
            "sentiment_pieces", "finetune", "finetune_table", "linear_schedule", "cached_checkpoint", "IGNORE",
-           "classify", "softmax", "permutation_test", "total_variation", "attention_and_gradients"]
+           "classify", "softmax", "NSP", "sentences", "SentencePairs", "encode_pairs",
+           "next_sentence_data", "overlap_baseline", "train_classifier",
+           "permutation_test", "total_variation", "attention_and_gradients"]
 
 #: The seeds' sentences: the Analytics Vidhya guide's chasing example, the NLP-lab slides' "Thinking Machines", and
 #: the classic coreference sentence of the Transformer's blog posts.
@@ -323,6 +326,125 @@ def fill_in(fw: ModuleType, model, tokenizer, sentences: list[str], top: int = 5
     return rows
 
 
+# ---- next-sentence prediction ----------------------------------------------------------------------------------
+
+#: Next-sentence prediction, as a task on its own over the pretrained encoder (both profiles): sentence pairs for
+#: training and for testing (half of them real successors), their length in pieces, and the training (as
+#: ``FINETUNE``).
+NSP: dict[str, Any] = {"train": 10000, "test": 1000, "max_len": 64, "epochs": 2, "batch_size": 32, "lr": 1e-3,
+                       "warmup": 0.1}
+
+_SPEAKER = re.compile(r"^[A-Z][A-Za-z ]*:\s*")        # a Shakespeare speech starts with its speaker's name
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")
+
+
+def sentences(text: str) -> list[str]:
+    """A paragraph or speech cut into sentences: after ``.``, ``!`` or ``?`` and before a capital letter or a
+    quotation mark (the speaker's name of a speech left out)."""
+    return [s for s in _SENTENCE_END.split(_SPEAKER.sub("", text)) if s]
+
+
+@dataclass
+class SentencePairs:
+    """Sentence pairs as BERT reads them, ``[CLS] A [SEP] B [SEP]``: ids, mask and segments (N, T), ``y`` 1 where B
+    follows A in the text and 0 where it does not, and A's and B's texts."""
+
+    ids: np.ndarray
+    mask: np.ndarray
+    segments: np.ndarray
+    y: np.ndarray
+    first: list[str]
+    second: list[str]
+
+    @property
+    def inputs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """What a ``SentenceClassifier`` takes: ids, mask, segments."""
+        return self.ids, self.mask, self.segments
+
+
+def encode_pairs(tokenizer, first: list[str], second: list[str], y, max_len: int) -> SentencePairs:
+    """``[CLS] A [SEP] B [SEP]`` for each pair, B's pieces and its [SEP] in segment 1; a pair longer than ``max_len``
+    pieces loses pieces from the end of the longer of A and B, one at a time, as BERT's ``truncate_seq_pair``. (The
+    cut is made here: the tokenizer's own truncation keeps every cut-off piece as an extra encoding, 170 MB for ten
+    thousand pairs that the kernel does not give back.)"""
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    rows = []
+    for a, b in zip(tokenizer.encode_batch(list(first), add_special_tokens=False),
+                    tokenizer.encode_batch(list(second), add_special_tokens=False), strict=True):
+        a, b = list(a.ids), list(b.ids)
+        while len(a) + len(b) > max_len - 3:
+            (a if len(a) > len(b) else b).pop()
+        rows.append(([CLS, *a, SEP], [*b, SEP]))
+    width = max(len(a) + len(b) for a, b in rows)
+    ids, segments = np.zeros((len(rows), width), np.int64), np.zeros((len(rows), width), np.int64)
+    mask = np.zeros((len(rows), width), bool)
+    for i, (a, b) in enumerate(rows):
+        n = len(a) + len(b)
+        ids[i, :n], segments[i, len(a):n], mask[i, :n] = a + b, 1, True
+    return SentencePairs(ids, mask, segments, np.asarray(y, np.int64), list(first), list(second))
+
+
+def next_sentence_data(tokenizer, sizes: dict[str, Any], texts: list[str] | None = None,
+                       seed: int = 0) -> dict[str, SentencePairs]:
+    """BERT's next-sentence task on ``texts`` (default ``pretraining_texts()``, a document per string): each example
+    takes a sentence A and, for half of the examples, the sentence after it (y = 1), else a sentence drawn at random
+    from any document of its side of the split, never the one after A (y = 0). The documents are split at random, a
+    tenth of them for the test. Returns ``train``, ``test`` and ``swapped``: the test's real pairs, and the same
+    pairs in the wrong order (B then A) as the negatives, the sentence-order task ALBERT put in NSP's place."""
+    rng = np.random.default_rng(seed)
+    texts = pretraining_texts() if texts is None else texts
+    documents = [s for s in (sentences(t) for t in texts) if len(s) > 1]
+    held_out = rng.random(len(documents)) < 0.1
+
+    def pairs(docs: list[list[str]], count: int):
+        pool = [s for d in docs for s in d]                                          # every sentence, for negatives
+        where = [(d, i) for d, doc in enumerate(docs) for i in range(len(doc) - 1)]
+        if count > len(where):
+            raise ValueError(f"asked for {count:,} sentence pairs, but the documents hold {len(where):,}")
+        pick = rng.choice(len(where), size=count, replace=False)
+        first = [docs[where[k][0]][where[k][1]] for k in pick]
+        real = [docs[where[k][0]][where[k][1] + 1] for k in pick]
+        y = rng.permutation(count) < count // 2                                        # half of them real
+        second = [b if keep else _other(pool, b, rng) for b, keep in zip(real, y, strict=True)]
+        return first, real, second, y
+
+    train_docs = [d for d, out in zip(documents, held_out, strict=True) if not out]
+    test_docs = [d for d, out in zip(documents, held_out, strict=True) if out]
+    first, _, second, y = pairs(train_docs, sizes["train"])
+    train = encode_pairs(tokenizer, first, second, y, sizes["max_len"])
+    first, real, second, y = pairs(test_docs, sizes["test"])
+    test = encode_pairs(tokenizer, first, second, y, sizes["max_len"])
+    order = [(a, b) if keep else (b, a) for a, b, keep in zip(first, real, y, strict=True)]
+    swapped = encode_pairs(tokenizer, [a for a, _ in order], [b for _, b in order], y, sizes["max_len"])
+    return {"train": train, "test": test, "swapped": swapped}
+
+
+def _other(pool: list[str], sentence: str, rng) -> str:
+    """A sentence of ``pool`` drawn at random, other than ``sentence``."""
+    while (drawn := pool[rng.integers(len(pool))]) == sentence:
+        pass
+    return drawn
+
+
+def overlap_baseline(pairs: dict[str, SentencePairs]) -> dict[str, float]:
+    """A model of the next-sentence task that sees only the words A and B share: the cosine between their TF-IDF
+    vectors (the weights learned on the training pairs), through a logistic regression fitted on the training
+    pairs. The cosine does not change when A and B swap places, so the model is blind to order. Returns its
+    accuracy on each set of ``pairs`` (``next_sentence_data``)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    train = pairs["train"]
+    tfidf = TfidfVectorizer().fit(train.first + train.second)
+
+    def cosine(p: SentencePairs) -> np.ndarray:                                   # (N, 1); rows have unit norm
+        return np.asarray(tfidf.transform(p.first).multiply(tfidf.transform(p.second)).sum(1))
+
+    model = LogisticRegression().fit(cosine(train), train.y)
+    return {name: float(model.score(cosine(p), p.y)) for name, p in pairs.items()}
+
+
 # ---- fine-tuning on Chapter 3's sentiment sentences ----------------------------------------------------------
 
 def sentiment_pieces(tokenizer, seed: int, max_len: int = FINETUNE["max_len"]) -> dict[str, np.ndarray]:
@@ -344,22 +466,35 @@ def finetune(fw: ModuleType, data: dict[str, np.ndarray], sizes: dict[str, Any],
     of ``weights`` (``export_bert`` of a pretrained ``MaskedLM``), or, with ``weights=None``, over a fresh BERT of
     the same ``sizes`` (from scratch). Returns the model, its validation accuracy after the last epoch (Chapter
     3's protocol) and the training seconds."""
+    tr, va = data["train"], data["val"]
+    model, seconds = train_classifier(fw, (data["ids"][tr], data["mask"][tr]), data["y"][tr], sizes, weights,
+                                      vocab=int(data["vocab"]), seed=seed, settings=settings, desc=desc)
+    accuracy = fw.accuracy(model, (data["ids"][va], data["mask"][va]), data["y"][va])
+    return {"model": model, "val_accuracy": float(accuracy), "train_seconds": seconds}
+
+
+def train_classifier(fw: ModuleType, inputs: tuple, y: np.ndarray, sizes: dict[str, Any], weights=None, *,
+                     vocab: int | None = None, classes: int = 2, seed: int = 0, settings: dict[str, Any] = FINETUNE,
+                     desc: str | None = None):
+    """A ``SentenceClassifier`` over the BERT of ``weights`` (None: a fresh one of ``sizes`` and ``vocab``) trained
+    on ``inputs`` (ids, mask[, segments]) and labels ``y`` (0 … ``classes`` − 1) with Adam on BERT's schedule
+    (``settings``: epochs, batch_size, lr and the warm-up's share of the steps). Returns the model and the training
+    seconds."""
     session.seed_everything(seed)
     if weights is None:
-        bert = fw.Bert(data["vocab"], sizes["d_model"], sizes["heads"], sizes["layers"], sizes["d_ff"],
+        if vocab is None:
+            raise ValueError("a classifier trained from scratch needs the vocabulary's size: pass vocab=")
+        bert = fw.Bert(vocab, sizes["d_model"], sizes["heads"], sizes["layers"], sizes["d_ff"],
                        max_len=sizes["length"], dropout=sizes["dropout"])
     else:
         bert = fw.load_pretrained(weights, dropout=sizes["dropout"])
-    model = fw.SentenceClassifier(bert, 2, dropout=sizes["dropout"])
-    tr, va = data["train"], data["val"]
-    steps = settings["epochs"] * -(-len(tr) // settings["batch_size"])
+    model = fw.SentenceClassifier(bert, classes, dropout=sizes["dropout"])
+    steps = settings["epochs"] * -(-len(y) // settings["batch_size"])
     schedule = linear_schedule(settings["lr"], max(1, round(settings["warmup"] * steps)), steps)
     start = time.perf_counter()
-    fw.fit(model, (data["ids"][tr], data["mask"][tr]), data["y"][tr], epochs=settings["epochs"],
-           batch_size=settings["batch_size"], lr=settings["lr"], seed=seed, schedule=schedule, desc=desc)
-    seconds = time.perf_counter() - start
-    accuracy = fw.accuracy(model, (data["ids"][va], data["mask"][va]), data["y"][va])
-    return {"model": model, "val_accuracy": float(accuracy), "train_seconds": seconds}
+    fw.fit(model, inputs, y, epochs=settings["epochs"], batch_size=settings["batch_size"], lr=settings["lr"],
+           seed=seed, schedule=schedule, desc=desc)
+    return model, time.perf_counter() - start
 
 
 def finetune_table(runs: list[dict], chapter3_runs: Sequence[dict] = ()):

@@ -101,7 +101,8 @@ class MaskedLM(Model):
 
 class SentenceClassifier(Model):
     """BERT fine-tuned to classify a text: the final hidden state of [CLS] through BERT's pooler (a dense layer
-    with tanh), dropout and a linear layer to ``classes`` logits. ids, mask (B, T) → logits (B, classes)."""
+    with tanh), dropout and a linear layer to ``classes`` logits. ids, mask, segments (B, T) → logits (B, classes);
+    a pair of texts (next-sentence prediction) is one sequence, ``[CLS] A [SEP] B [SEP]``, B's tokens in segment 1."""
 
     def __init__(self, bert: Bert, classes: int = 2, dropout: float = 0.1, **kwargs):
         super().__init__(**kwargs)
@@ -111,8 +112,8 @@ class SentenceClassifier(Model):
         self.dropout = keras.layers.Dropout(dropout)
         self.out = _dense(classes)
 
-    def call(self, ids, mask=None, return_weights: bool = False, training=None):
-        out = self.bert(ids, mask, return_weights=return_weights, training=training)
+    def call(self, ids, mask=None, segments=None, return_weights: bool = False, training=None):
+        out = self.bert(ids, mask, segments, return_weights=return_weights, training=training)
         h = out[0] if return_weights else out                                            # (B, T, d)
         pooled = ops.tanh(self.pooler(h[:, 0]))                                          # [CLS] → (B, d)
         logits = self.out(self.dropout(pooled, training=training))                       # (B, classes)

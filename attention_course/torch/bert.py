@@ -99,7 +99,8 @@ class MaskedLM(nn.Module):
 
 class SentenceClassifier(nn.Module):
     """BERT fine-tuned to classify a text: the final hidden state of [CLS] through BERT's pooler (a dense layer
-    with tanh), dropout and a linear layer to ``classes`` logits. ids, mask (B, T) → logits (B, classes)."""
+    with tanh), dropout and a linear layer to ``classes`` logits. ids, mask, segments (B, T) → logits (B, classes);
+    a pair of texts (next-sentence prediction) is one sequence, ``[CLS] A [SEP] B [SEP]``, B's tokens in segment 1."""
 
     def __init__(self, bert: Bert, classes: int = 2, dropout: float = 0.1):
         super().__init__()
@@ -110,8 +111,8 @@ class SentenceClassifier(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.out = nn.Linear(d_model, classes)
 
-    def forward(self, ids, mask=None, return_weights: bool = False):
-        out = self.bert(ids, mask, return_weights=return_weights)
+    def forward(self, ids, mask=None, segments=None, return_weights: bool = False):
+        out = self.bert(ids, mask, segments, return_weights=return_weights)
         h = out[0] if return_weights else out                                          # (B, T, d)
         logits = self.out(self.dropout(torch.tanh(self.pooler(h[:, 0]))))           # [CLS] → (B, classes)
         return (logits, out[1]["attention"]) if return_weights else logits
