@@ -6,7 +6,7 @@ import json
 import pytest
 
 from attention_course import frameworks
-from attention_course.experiments import chapter5, chapter6
+from attention_course.experiments import chapter5, chapter6, chapter8
 from tools import full_run
 
 CAPTIONERS = list(chapter6.MODELS)
@@ -108,6 +108,9 @@ def test_chapter8_tool_sets_sizes_and_prints_the_committed_table(capsys):
         assert f"| {model} " in out, out
     with pytest.raises(SystemExit, match="no results file .*cpu-pytorch.json"):
         chapter8_full.table("cpu")
+    assert set(chapter8.DATA) == set(chapter8.SIZES) and set(chapter8.DATA.values()) <= set(chapter5.SIZES)
+    quick, deep = chapter8.SIZES["quick"], chapter8.SIZES["deep"]     # the stability experiment: only deeper
+    assert {k for k in quick if deep[k] != quick[k]} == {"layers", "epochs"} and deep["layers"] > quick["layers"]
 
 
 def test_chapter8_language_model_tool_trains_and_writes_its_results(tmp_path):

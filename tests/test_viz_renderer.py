@@ -124,3 +124,14 @@ def test_embed_options_override(course_renderer):
     renderer.enable_renderer(embed_options={"renderer": "canvas"})
     text = _chart()._repr_mimebundle_()["text/html"]
     assert '"renderer":"canvas"' in text
+
+
+def test_line_chart_draws_one_line_per_run_with_detail():
+    from attention_course.viz import lines
+
+    runs = pd.DataFrame({"epoch": [1, 2, 1, 2], "loss": [3.0, 2.0, 3.5, 2.5], "model": "pre-LN", "seed": [0, 0, 1, 1],
+                         "framework": "keras"})
+    encoding = lines(runs, x="epoch", y="loss", color="model", dash="framework", detail="seed",
+                     title="t").to_dict()["encoding"]
+    assert encoding["detail"]["field"] == "seed" and encoding["strokeDash"]["field"] == "framework"
+    assert "detail" not in lines(runs, x="epoch", y="loss", color="model", title="t").to_dict()["encoding"]

@@ -7,6 +7,8 @@ committed results of one size in one table.
     COURSE_DATA_DIR=/path/to/data .venv/bin/python tools/chapter8_full.py --size full --seeds 0,1,2   # a GPU
     .venv/bin/python tools/chapter8_full.py --size full --table     # the head-to-head table from the results
     ... --size full --set dropout=0.3 --out build/runs/dropout      # one size changed for this run (recorded)
+    ... --size deep --framework keras --seeds 0,1,2,3,4 --models "Transformer,post-LN, no warm-up,pre-LN, no warm-up"
+                                        # the stability experiment: six layers on the quick data (CPU, ~1 h)
 
 Checkpoints go to build/chapter8/<size>-<framework>-<model>-seed<seed>.ckpt after every epoch; an interrupted run
 started again resumes from them (delete them to start over).
@@ -73,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
 
     fw = ac.torch if args.framework == "pytorch" else ac.keras
     sizes = {**chapter8.SIZES[args.size], **changed}
-    data_sizes = chapter5.SIZES[args.size]
+    data_sizes = chapter5.SIZES[chapter8.DATA[args.size]]
     data = chapter5.corpus(data_sizes)
     results = {"command": "tools/chapter8_full.py " + " ".join(map(shlex.quote, argv)),
                "size": args.size, "sizes": sizes, "data": data_sizes, "framework": args.framework,

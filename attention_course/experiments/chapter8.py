@@ -18,8 +18,8 @@ from ..text import PAD
 from ..train import warmup_schedule
 from . import chapter5
 
-__all__ = ["SIZES", "MODELS", "LM_SIZES", "Characters", "characters", "windows", "ngram_loss", "train_lm", "build",
-           "train", "head_to_head"]
+__all__ = ["SIZES", "DATA", "MODELS", "LM_SIZES", "Characters", "characters", "windows", "ngram_loss", "train_lm",
+           "build", "train", "head_to_head"]
 
 #: Model and training sizes of each run; the data of each is Chapter 5's run of the same name.
 SIZES: dict[str, dict[str, Any]] = {
@@ -28,6 +28,12 @@ SIZES: dict[str, dict[str, Any]] = {
     "full": {"d_model": 256, "heads": 8, "layers": 3, "d_ff": 1024, "dropout": 0.1, "epochs": 20, "warmup": 2000,
              "lr_factor": 1.0, "label_smoothing": 0.1, "batch_size": 128},
 }
+#: The stability experiment (``tools/chapter8_full.py --size deep``): the quick model three times as deep and
+#: trained one epoch longer, on the quick data. Post-LN trains without the warm-up at two layers, not at six.
+SIZES["deep"] = {**SIZES["quick"], "layers": 6, "epochs": 3}
+
+#: The size of Chapter 5's data (``chapter5.SIZES``) that each size trains on.
+DATA: dict[str, str] = {"quick": "quick", "deep": "quick", "full": "full"}
 
 
 #: The variants the results tool trains: name → (norm_first, warm-up). "Transformer" is the paper's: post-LN with

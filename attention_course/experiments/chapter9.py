@@ -81,7 +81,7 @@ def _run(fw: ModuleType, model, *args, **kwargs):
 
 
 def _numpy(x) -> np.ndarray:
-    return x.cpu().numpy() if hasattr(x, "cpu") else np.asarray(x)
+    return x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)   # a torch tensor, or any other
 
 
 def attention_maps(fw: ModuleType, model, data: Encoded, batch_size: int = 32) -> list[np.ndarray]:

@@ -68,8 +68,11 @@ def attention_heatmap(weights, key_tokens, query_tokens, *, names: Sequence[str]
 
 
 def lines(data, *, x: str, y: str, color: str, title: str, description: str | None = None,
-          x_title: str | None = None, y_title: str | None = None, y_domain=(0, 1), dash: str | None = None):
-    """A line chart with points, tooltips, and a legend you can click to highlight one series."""
+          x_title: str | None = None, y_title: str | None = None, y_domain=(0, 1), dash: str | None = None,
+          detail: str | None = None):
+    """A line chart with points, tooltips, and a legend you can click to highlight one series. ``dash`` names a
+    column drawn as the line's dash pattern; ``detail`` a column that splits a colour into one line per value
+    (one per seed, say) without a legend of its own."""
     alt = _alt()
     pick = alt.selection_point(fields=[color], bind="legend")
     enc = dict(
@@ -82,6 +85,8 @@ def lines(data, *, x: str, y: str, color: str, title: str, description: str | No
     )
     if dash:
         enc["strokeDash"] = alt.StrokeDash(f"{dash}:N", title=dash)
+    if detail:
+        enc["detail"] = alt.Detail(f"{detail}:N")
     return (
         alt.Chart(data).mark_line(point=True).encode(**enc).add_params(pick)
         .properties(title=title, width=420, height=260,
