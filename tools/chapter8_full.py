@@ -8,7 +8,7 @@ committed results of one size in one table.
     .venv/bin/python tools/chapter8_full.py --size full --table     # the head-to-head table from the results
     ... --size full --set dropout=0.3 --out build/runs/dropout      # one size changed for this run (recorded)
     ... --size deep --framework keras --seeds 0,1,2,3,4 --models "Transformer,post-LN, no warm-up,pre-LN, no warm-up"
-                                        # the stability experiment: six layers on the quick data (CPU, ~1 h)
+                                        # the stability experiment: six layers on the quick data (CPU, 35-45 min)
 
 Checkpoints go to build/chapter8/<size>-<framework>-<model>-seed<seed>.ckpt after every epoch; an interrupted run
 started again resumes from them (delete them to start over).

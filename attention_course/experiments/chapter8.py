@@ -29,7 +29,8 @@ SIZES: dict[str, dict[str, Any]] = {
              "lr_factor": 1.0, "label_smoothing": 0.1, "batch_size": 128},
 }
 #: The stability experiment (``tools/chapter8_full.py --size deep``): the quick model three times as deep and
-#: trained one epoch longer, on the quick data. Post-LN trains without the warm-up at two layers, not at six.
+#: trained one epoch longer, on the quick data. Post-LN trains without the warm-up at three layers (the full
+#: profile), not at six.
 SIZES["deep"] = {**SIZES["quick"], "layers": 6, "epochs": 3}
 
 #: The size of Chapter 5's data (``chapter5.SIZES``) that each size trains on.
