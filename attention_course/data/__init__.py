@@ -4,6 +4,7 @@
 >>> data.names()                      # the registered datasets
 >>> pairs = data.load_spa_eng()       # downloads once, checks the sha256 on every load
 >>> print(data.verify())              # which cached files are present and intact
+>>> train = data.load_flickr8k("train")  # Chapter 6: image paths and 5 tokenised captions each (about 1 GB)
 
 Set ``COURSE_DATA_DIR`` to a folder laid out as ``<dataset folder>/<file>`` to work offline.
 Importing this package is cheap: pooch, pandas and numpy are imported only when a function needs them.
@@ -16,6 +17,7 @@ from .download import (
     ChecksumError,
     DataUnavailableError,
     FileCheck,
+    StructureError,
     VerifyReport,
     cache_dir,
     fetch,
@@ -23,6 +25,7 @@ from .download import (
     sha256sum,
     verify,
 )
+from .flickr8k import Flickr8kSplit, check_flickr8k, load_flickr8k
 from .loaders import (
     TaggedSentence,
     load_multi30k,
@@ -56,17 +59,21 @@ __all__ = [
     "DataUnavailableError",
     "Dataset",
     "FileCheck",
+    "Flickr8kSplit",
     "ParallelArrays",
     "RemoteFile",
+    "StructureError",
     "SubwordTokenizer",
     "TaggedSentence",
     "TranslationData",
     "VerifyReport",
     "cache_dir",
+    "check_flickr8k",
     "encode_pairs",
     "fetch",
     "file_path",
     "get",
+    "load_flickr8k",
     "load_multi30k",
     "load_ner",
     "load_sentiment",

@@ -13,7 +13,13 @@ Guarantees:
   cannot be downloaded again) and :class:`ChecksumError` names the file, both hashes and what to do;
 * downloads go to a temporary ``*.part`` file in the same folder and are moved into place with
   :func:`os.replace` only after the check, so an interrupted, failed or timed-out download leaves nothing
-  behind.
+  behind;
+* a dataset verified by structure (no sha256 known, see :mod:`~attention_course.data.registry`) is checked as a
+  whole: what is missing is extracted into a ``.<folder>.*.part`` staging folder inside the dataset's folder, the
+  structure check runs on the staged files together with those already in place, and only then is each staged
+  file or folder moved into place with :func:`os.replace`. A failed download or check removes the staging folder.
+  A copy already in place that fails the check is refused with :class:`StructureError` naming the problem, and
+  left as it is.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ __all__ = [
     "ChecksumError",
     "DataUnavailableError",
     "FileCheck",
+    "StructureError",
     "VerifyReport",
     "cache_dir",
     "download_timeout",
@@ -62,6 +69,11 @@ class ChecksumError(CourseError):
 
 class DataUnavailableError(CourseError):
     """A data file that is not in the cache and could not be downloaded."""
+
+
+class StructureError(ChecksumError):
+    """A dataset verified by structure (no sha256 known) whose files are incomplete or malformed: a missing file or
+    image, a malformed line, a count that is not the expected one. The message names the problem."""
 
 
 def cache_dir() -> Path:
@@ -123,6 +135,8 @@ def sha256sum(path: str | os.PathLike[str]) -> str:
 # messages
 # --------------------------------------------------------------------------------------------------
 def _manual_hint(ds: Dataset, rf: RemoteFile, path: Path) -> str:
+    if rf.verify == "structure":
+        return _structure_hint(ds, path.parent)
     member = f" (inside the .zip it is {rf.archive_member!r}; extract it)" if rf.archive_member else ""
     return (
         f"To fix it by hand, put the file {rf.filename!r}{member} at exactly\n"
@@ -130,6 +144,18 @@ def _manual_hint(ds: Dataset, rf: RemoteFile, path: Path) -> str:
         f"with sha256 {rf.sha256}.\n"
         f"Or set the environment variable {ENV_VAR} to a folder that holds "
         f"'{ds.folder}/{rf.filename}' (the data root now is {path.parent.parent}, {_root_origin()})."
+    )
+
+
+def _structure_hint(ds: Dataset, folder: Path) -> str:
+    urls = dict.fromkeys(u for rf in ds.files.values() for u in rf.urls)
+    entries = ", ".join(f"{fn}/" if (rf.archive_member or "").endswith("/") else fn for fn, rf in ds.files.items())
+    return (
+        "To fix it by hand, download\n" + "".join(f"    {u}\n" for u in urls) +
+        f"extract them, and put {entries} in exactly\n    {folder}\n"
+        "(no sha256 is known for these files: they are checked by their structure, lines and counts).\n"
+        f"Or set the environment variable {ENV_VAR} to a folder that holds '{ds.folder}/' with those files (the "
+        f"data root now is {folder.parent}, {_root_origin()})."
     )
 
 
@@ -246,6 +272,21 @@ def _extract(archive: Path, member: str, dest: Path) -> None:
         shutil.copyfileobj(src, out, _CHUNK)
 
 
+def _extract_folder(archive: Path, member: str, dest: Path) -> None:
+    """Copy the files directly inside the folder ``member`` (``"name/"``) of the zip ``archive`` into the new folder
+    ``dest``. The folder may sit under another one in the archive (found by its name); ``__MACOSX`` is skipped."""
+    name = member.rstrip("/")
+    with zipfile.ZipFile(archive) as zf:
+        files = [n for n in zf.namelist() if not n.startswith("__MACOSX/") and not n.endswith("/")
+                 and PurePosixPath(n).parent.name == name]
+        if not files:
+            raise _MemberNotFound(f"the archive has no folder {member!r} with files in it")
+        dest.mkdir()
+        for n in files:
+            with zf.open(n) as src, open(dest / PurePosixPath(n).name, "wb") as out:
+                shutil.copyfileobj(src, out, _CHUNK)
+
+
 @dataclass
 class _Session:
     """State of one :func:`fetch` call: archives already downloaded (several files may come from
@@ -298,6 +339,22 @@ def _checksum_mismatch(ds: Dataset, rf: RemoteFile, path: Path, actual: str) -> 
     )
 
 
+def _check_writable(ds: Dataset, rf: RemoteFile, folder: Path, path: Path) -> None:
+    """Raise :class:`DataUnavailableError` unless ``folder`` can be created and written (downloads go there)."""
+    download_timeout()  # a bad COURSE_DOWNLOAD_TIMEOUT is reported as such, not as a failed download
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        _remove_quietly(_new_part(folder, rf.filename))  # probe: is the folder writable?
+    except OSError as exc:
+        env = os.environ.get(ENV_VAR)
+        fix = (f"{ENV_VAR} must name a folder this user can write to (downloads go there); got {ENV_VAR}={env!r}.\n"
+               if env else "")
+        raise DataUnavailableError(
+            f"The data file {rf.filename!r} of dataset {ds.name!r} is missing and cannot be downloaded "
+            f"because the folder {folder} is not writable ({_short(exc)}).\n{fix}" + _manual_hint(ds, rf, path)
+        ) from exc
+
+
 def _ensure(ds: Dataset, rf: RemoteFile, root: Path, session: _Session) -> Path:
     """Return the checked path of ``rf``, downloading it first if it is missing."""
     folder = root / ds.folder
@@ -313,18 +370,7 @@ def _ensure(ds: Dataset, rf: RemoteFile, root: Path, session: _Session) -> Path:
             f"The data file {rf.filename!r} of dataset {ds.name!r} is not in the cache and cannot be "
             f"downloaded automatically.\n{rf.note}\n" + _manual_hint(ds, rf, path)
         )
-    download_timeout()  # a bad COURSE_DOWNLOAD_TIMEOUT is reported as such, not as a failed download
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        _remove_quietly(_new_part(folder, rf.filename))  # probe: is the folder writable?
-    except OSError as exc:
-        env = os.environ.get(ENV_VAR)
-        fix = (f"{ENV_VAR} must name a folder this user can write to (downloads go there); got {ENV_VAR}={env!r}.\n"
-               if env else "")
-        raise DataUnavailableError(
-            f"The data file {rf.filename!r} of dataset {ds.name!r} is missing and cannot be downloaded "
-            f"because the folder {folder} is not writable ({_short(exc)}).\n{fix}" + _manual_hint(ds, rf, path)
-        ) from exc
+    _check_writable(ds, rf, folder, path)
 
     failures: list[str] = []
     bad_hash = False
@@ -361,6 +407,67 @@ def _ensure(ds: Dataset, rf: RemoteFile, root: Path, session: _Session) -> Path:
     )
 
 
+def _check_structure(ds: Dataset, paths: dict[str, Path], folder: Path, what: str) -> None:
+    """Run the dataset's structure check on ``paths``; :class:`StructureError` saying ``what`` happened if it fails."""
+    assert ds.structure is not None
+    try:
+        ds.structure(paths)
+    except StructureError as exc:
+        raise StructureError(f"The copy of dataset {ds.name!r} in {folder} is incomplete or not the expected "
+                             f"version: {exc}\n{what}\n" + _structure_hint(ds, folder)) from None
+
+
+def _ensure_structured(ds: Dataset, root: Path, session: _Session) -> dict[str, Path]:
+    """Every file of ``ds``, a dataset verified by structure, checked as a whole; the missing ones are downloaded,
+    staged and moved into place only once the whole copy passes the check (see the module's docstring)."""
+    folder = root / ds.folder
+    final = {fn: folder / fn for fn in ds.files}
+    missing = [rf for fn, rf in ds.files.items() if not final[fn].exists()]
+    if not missing:
+        _check_structure(ds, final, folder, "Nothing was changed: complete or replace the files by hand, or delete "
+                                            f"{folder} to download a fresh copy on the next call.")
+        return final
+    _check_writable(ds, missing[0], folder, final[missing[0].filename])
+    stage = Path(tempfile.mkdtemp(prefix=f".{ds.folder}.", suffix=".part", dir=folder))
+    try:
+        staged = {}
+        for rf in missing:
+            failures = []
+            for url in rf.urls:
+                if session.progressbar:
+                    print(f"Downloading {rf.filename} ({ds.name}) from {url}", file=sys.stderr)
+                dest, member = stage / rf.filename, rf.archive_member
+                try:
+                    if member is None:
+                        _download(url, dest, session.progressbar)
+                    elif member.endswith("/"):
+                        _extract_folder(session.archive(url, folder), member, dest)
+                    else:
+                        _extract(session.archive(url, folder), member, dest)
+                except Exception as exc:  # network, HTTP status, bad zip, missing member, disk full...
+                    if dest.is_dir():
+                        shutil.rmtree(dest, ignore_errors=True)
+                    _remove_quietly(dest)
+                    failures.append(f"{url}" + (f" (member {rf.archive_member!r})" if rf.archive_member else "")
+                                    + f": {_short(exc)}")
+                    continue
+                staged[rf.filename] = dest
+                break
+            else:
+                tried = "\n".join(f"  - {f}" for f in failures) or "  (it has no download address)"
+                raise DataUnavailableError(
+                    f"Could not download {rf.filename!r} of dataset {ds.name!r} (no network, the host is down or too "
+                    f"slow); nothing was kept. Tried:\n{tried}\n" + _structure_hint(ds, folder))
+        _check_structure(ds, {**final, **staged}, folder,
+                         "The download was not kept (the files already there were left as they are).")
+        for fn, path in staged.items():
+            os.replace(path, final[fn])
+        return final
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+        session.close()  # the archives (a gigabyte for images) go as soon as the copy is in place
+
+
 @overload
 def fetch(name: str, filename: str, *, progressbar: bool | None = None) -> Path: ...
 @overload
@@ -381,6 +488,8 @@ def fetch(
     Raises:
         ChecksumError: a cached file has the wrong sha256 (it is moved aside to ``<file>.mismatch-<hash>``,
             never deleted), or a downloaded one has (it is not kept).
+        StructureError: (a :class:`ChecksumError`) a dataset verified by structure fails its check; a copy in the
+            cache is left as it is, a download is not kept. The message names the problem.
         DataUnavailableError: a file is missing and could not be downloaded; the message lists the
             URLs tried and the exact path where to put the file by hand.
         ConfigError: unknown dataset or file name; ``COURSE_DATA_DIR`` or ``COURSE_DOWNLOAD_TIMEOUT`` unusable.
@@ -390,7 +499,10 @@ def fetch(
     session = _Session(progressbar=_tqdm_available() if progressbar is None else progressbar)
     root = cache_dir()
     try:
-        paths = {rf.filename: _ensure(ds, rf, root, session) for rf in wanted}
+        if ds.structure is not None:  # checked as a whole: every file, whichever was asked for
+            paths = _ensure_structured(ds, root, session)
+        else:
+            paths = {rf.filename: _ensure(ds, rf, root, session) for rf in wanted}
     finally:
         session.close()
     return paths[filename] if filename is not None else paths
@@ -401,7 +513,9 @@ def fetch(
 # --------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class FileCheck:
-    """The state of one cached file: ``status`` is ``"ok"``, ``"missing"`` or ``"mismatch"``."""
+    """The state of one cached file: ``status`` is ``"ok"``, ``"missing"`` or ``"mismatch"`` (wrong sha256); for a
+    dataset verified by structure (``expected`` is ``"structure"``) also ``"invalid"`` (the check failed,
+    ``actual`` says why) or ``"unchecked"`` (present, but other files of the dataset are missing)."""
 
     dataset: str
     filename: str
@@ -431,21 +545,27 @@ class VerifyReport:
         lines = [f"data root: {cache_dir()}"]
         for c in self.checks:
             extra = f" (sha256 {c.actual}, expected {c.expected})" if c.status == "mismatch" else ""
+            extra = f" ({c.actual})" if c.status == "invalid" else extra
             lines.append(f"{c.status:8s} {c.dataset}/{c.filename}{extra}")
         lines.append("all files OK" if self.ok else f"{len(self.problems)} problem(s)")
         return "\n".join(lines)
 
 
 def verify(name: str | None = None) -> VerifyReport:
-    """Check the sha256 of every cached file of dataset ``name`` (of all datasets if ``None``).
+    """Check the sha256 of every cached file of dataset ``name`` (of all datasets if ``None``); a dataset verified
+    by structure is checked as a whole by its structure check.
 
     Read-only: nothing is downloaded or removed. Use :func:`fetch` to repair.
     """
     datasets = [get(name)] if name is not None else [get(n) for n in names()]
     root = cache_dir()
-    checks = []
+    checks: list[FileCheck] = []
     for ds in datasets:
+        if ds.structure is not None:
+            checks += _verify_structured(ds, root)
+            continue
         for rf in ds.files.values():
+            assert rf.sha256 is not None
             path = root / ds.folder / rf.filename
             if not path.is_file():
                 checks.append(FileCheck(ds.name, rf.filename, path, rf.sha256, None, "missing"))
@@ -454,3 +574,17 @@ def verify(name: str | None = None) -> VerifyReport:
             status = "ok" if actual == rf.sha256 else "mismatch"
             checks.append(FileCheck(ds.name, rf.filename, path, rf.sha256, actual, status))
     return VerifyReport(tuple(checks))
+
+
+def _verify_structured(ds: Dataset, root: Path) -> list[FileCheck]:
+    assert ds.structure is not None
+    paths = {fn: root / ds.folder / fn for fn in ds.files}
+    if not all(p.exists() for p in paths.values()):
+        return [FileCheck(ds.name, fn, p, "structure", None, "unchecked" if p.exists() else "missing")
+                for fn, p in paths.items()]
+    try:
+        ds.structure(paths)
+    except StructureError as exc:
+        reason = " ".join(str(exc).split())[:300]  # one line
+        return [FileCheck(ds.name, fn, p, "structure", reason, "invalid") for fn, p in paths.items()]
+    return [FileCheck(ds.name, fn, p, "structure", None, "ok") for fn, p in paths.items()]

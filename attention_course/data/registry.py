@@ -1,7 +1,11 @@
 """Which datasets the course uses, where they come from and how to check them.
 
 Every file is pinned by the sha256 of the file as it lies in the cache (for a file that ships inside a
-``.zip``, the sha256 of the *extracted* member, since a mirror may re-zip the same bytes). Provenance and quirks of
+``.zip``, the sha256 of the *extracted* member, since a mirror may re-zip the same bytes), with one exception: a
+dataset whose sha256 cannot be verified from here (Flickr8k: 8,091 images, no published checksum) is **verified by
+its structure** instead. Its files say ``verify="structure"`` and ``sha256=None``, and its :class:`Dataset` has a
+``structure`` function that checks the whole copy (every file present, the expected line formats and counts) and
+raises :class:`~attention_course.data.download.StructureError` naming what is wrong. Provenance and quirks of
 each file are recorded here, in its :class:`RemoteFile` (``urls``, ``note``) and :class:`Dataset` (``license``,
 ``citation``, ``homepage``). The offline copies that CI uses (``COURSE_DATA_DIR``, ``../shared/data`` beside
 the repository) carry their own ``SOURCES.md``, which lies outside this repository.
@@ -9,11 +13,14 @@ the repository) carry their own ``SOURCES.md``, which lies outside this reposito
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..errors import ConfigError
 
-__all__ = ["Dataset", "RemoteFile", "get", "names", "register"]
+__all__ = ["Dataset", "RemoteFile", "StructureCheck", "get", "names", "register"]
 
 
 @dataclass(frozen=True)
@@ -21,28 +28,52 @@ class RemoteFile:
     """One file of a dataset.
 
     Attributes:
-        filename: name of the file in the dataset's cache folder.
-        sha256: hex sha256 of that file (after extraction, if it comes from an archive).
+        filename: name of the file in the dataset's cache folder (of a folder, for a folder member).
+        sha256: hex sha256 of that file (after extraction, if it comes from an archive); ``None`` exactly when
+            ``verify="structure"``.
         urls: where to download it from, tried in order. Empty when there is no automatic download
             (the file must then be placed by hand; ``note`` says how).
         archive_member: path of the file inside the archive when the URLs point at a ``.zip``;
-            ``None`` when the URLs serve the file itself.
+            ``None`` when the URLs serve the file itself. A path ending in ``/`` names a folder: every file
+            under it is extracted (only for ``verify="structure"``).
         archive_sha256: sha256 of the archive as last seen, for information only: it is *not* enforced,
             because a mirror may re-zip the same content; the extracted file is always checked.
         note: how to get the file by hand, quirks (encoding, line endings), anything a learner may need.
+        verify: ``"sha256"`` (the default: the file must have ``sha256``) or ``"structure"`` (no sha256 is
+            known; the dataset's ``structure`` function checks the whole copy instead).
     """
 
     filename: str
-    sha256: str
+    sha256: str | None
     urls: tuple[str, ...] = ()
     archive_member: str | None = None
     archive_sha256: str | None = None
     note: str = ""
+    verify: str = "sha256"
+
+    def __post_init__(self) -> None:
+        if self.verify == "sha256":
+            if not (isinstance(self.sha256, str) and re.fullmatch(r"[0-9a-f]{64}", self.sha256)):
+                raise ConfigError(f"{self.filename}: verify='sha256' needs a sha256 of 64 hex digits, "
+                                  f"got {self.sha256!r}")
+        elif self.verify == "structure":
+            if self.sha256 is not None:
+                raise ConfigError(f"{self.filename}: verify='structure' takes sha256=None, got {self.sha256!r}")
+        else:
+            raise ConfigError(f"{self.filename}: verify must be 'sha256' or 'structure', got {self.verify!r}")
+        if self.archive_member and self.archive_member.endswith("/") and self.verify != "structure":
+            raise ConfigError(f"{self.filename}: a folder member ({self.archive_member!r}) needs verify='structure'")
+
+
+#: A structure check: ``{filename: path}`` of every file of the dataset → anything (what it parsed); raises
+#: :class:`~attention_course.data.download.StructureError` naming the problem when the copy is not right.
+StructureCheck = Callable[[Mapping[str, Path]], object]
 
 
 @dataclass(frozen=True)
 class Dataset:
-    """A named dataset: a cache folder holding one or more :class:`RemoteFile` s."""
+    """A named dataset: a cache folder holding one or more :class:`RemoteFile` s. ``structure`` is set for a
+    dataset verified by structure (its files have ``verify="structure"``); it checks the files as a whole."""
 
     name: str
     folder: str
@@ -51,6 +82,15 @@ class Dataset:
     citation: str
     description: str
     homepage: str
+    structure: StructureCheck | None = field(default=None, hash=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        by_structure = {rf.verify == "structure" for rf in self.files.values()}
+        if by_structure == {True, False}:
+            raise ConfigError(f"dataset {self.name!r} mixes files verified by sha256 and by structure")
+        if (True in by_structure) != (self.structure is not None):
+            raise ConfigError(f"dataset {self.name!r}: files with verify='structure' need a structure check, "
+                              "and only they")
 
     def file(self, filename: str) -> RemoteFile:
         """The :class:`RemoteFile` called ``filename``; :class:`ConfigError` if this dataset has none."""
@@ -359,5 +399,73 @@ register(
             "split is not included."
         ),
         homepage="https://www.salesforce.com/blog/the-wikitext-long-term-dependency-language-modeling-dataset/",
+    )
+)
+
+# --------------------------------------------------------------------------------------------------
+# Flickr8k (Hodosh, Young & Hockenmaier 2013): verified by structure, not by sha256
+# --------------------------------------------------------------------------------------------------
+_F8K = "https://github.com/jbrownlee/Datasets/releases/download/Flickr8k/"
+_F8K_TEXT = (_F8K + "Flickr8k_text.zip",)
+_F8K_NOTE = (
+    "Verified by size and structure, not by sha256: no sha256 of these archives could be verified when this entry "
+    "was written, so none is pinned. The check "
+    "(attention_course.data.flickr8k.check_flickr8k) requires Flickr8k.token.txt to hold 40,460 lines "
+    "`IMAGE.jpg#N<TAB>caption`, 5 captions (#0-#4) for each of 8,092 images; the three split files to list "
+    "6,000 / 1,000 / 1,000 distinct images that have captions, no image in two splits; and every image a split "
+    "lists to be in Flicker8k_Dataset/, not empty. The mirror is Jason Brownlee's widely used copy of the "
+    "archives the authors distributed."
+)
+_F8K_FILES = {
+    "Flickr8k.token.txt": "5 captions per image: `IMAGE.jpg#N<TAB>caption`, N = 0..4. It also names "
+                          "'2258277193_586949ec62.jpg.1', an image that is in no split and not in the image archive.",
+    "Flickr_8k.trainImages.txt": "The 6,000 training images, one file name per line.",
+    "Flickr_8k.devImages.txt": "The 1,000 validation images, one file name per line.",
+    "Flickr_8k.testImages.txt": "The 1,000 test images, one file name per line.",
+}
+
+
+def _flickr8k_structure(paths: Mapping[str, Path]) -> object:
+    from .flickr8k import check_flickr8k  # imported when used: that module needs the downloader
+
+    return check_flickr8k(paths)
+
+
+register(
+    Dataset(
+        name="flickr8k",
+        folder="flickr8k",
+        files=_files(
+            *(RemoteFile(f, None, _F8K_TEXT, f, note=f"{what} {_F8K_NOTE}", verify="structure")
+              for f, what in _F8K_FILES.items()),
+            RemoteFile(
+                "Flicker8k_Dataset",  # sic: the archive's folder is misspelt
+                None,
+                (_F8K + "Flickr8k_Dataset.zip",),
+                "Flicker8k_Dataset/",
+                note="A folder of 8,091 JPEG photographs from Flickr (about 1 GB), as the archive's folder "
+                     f"Flicker8k_Dataset/ (sic). {_F8K_NOTE}",
+                verify="structure",
+            ),
+        ),
+        license=(
+            "Research use only: the photographs belong to their Flickr owners and are used under Flickr's terms of "
+            "use; the captions are the authors' (see the homepage). Not for redistribution or commercial use."
+        ),
+        citation="""@article{hodosh2013framing,
+  author  = {Hodosh, Micah and Young, Peter and Hockenmaier, Julia},
+  title   = {Framing Image Description as a Ranking Task: Data, Models and Evaluation Metrics},
+  journal = {Journal of Artificial Intelligence Research},
+  volume  = {47},
+  pages   = {853--899},
+  year    = {2013},
+  doi     = {10.1613/jair.3994}
+}""",
+        description=(
+            "8,091 Flickr photographs of people and animals in action, each with 5 English captions; splits of "
+            "6,000 training, 1,000 validation and 1,000 test images."
+        ),
+        homepage="https://hockenmaier.cs.illinois.edu/8k-pictures.html",
+        structure=_flickr8k_structure,
     )
 )

@@ -18,11 +18,13 @@ import numpy as np
 from .. import captioning_metrics as cm
 from .. import decode, session
 from ..data.scenes import DIGIT_WORDS, Scenes, digit_scenes
-from ..text import BOS, EOS, Vocab, pad_batch
+from ..errors import ConfigError
+from ..text import BOS, EOS, PAD, Vocab, pad_batch
 from .chapter5 import hardware, parameters
 
 __all__ = ["SIZES", "MODELS", "CaptionData", "corpus", "build", "train", "caption", "bleu_scores",
-           "teacher_forced_attention", "correctness", "parameters", "hardware"]
+           "teacher_forced_attention", "correctness", "ESTIMATORS", "attention_gradients", "relative_variance",
+           "parameters", "hardware", "flickr8k_available"]
 
 #: Sizes of each run: scenes, model, training.
 SIZES: dict[str, dict[str, Any]] = {
@@ -174,3 +176,140 @@ def correctness(alpha: np.ndarray, scenes: Scenes, words: tuple[str, ...] = DIGI
         return {"correctness": float("nan"), "chance": float("nan"), "n": 0, "rows": rows}
     return {"correctness": float(np.mean([r["correctness"] for r in rows])),
             "chance": float(np.mean([r["chance"] for r in rows])), "n": len(rows), "rows": rows}
+
+
+#: The three gradient estimators of :func:`attention_gradients`.
+ESTIMATORS = ("expectation", "sample", "sample, baseline")
+
+
+def attention_gradients(fw: ModuleType, model, data: CaptionData, *, draws: int = 30, batch_size: int = 32,
+                        seed: int = 0) -> dict[str, np.ndarray]:
+    """How noisy each way of training hard attention is: ``draws`` gradients of the training loss with respect
+    to the attention's weights (``model.attend``, f_att), each on a fresh mini-batch of training scenes, for three
+    estimators at the same weights (a ``"hard"`` ``Captioner``):
+
+    * ``"expectation"``: every caption reads the expected context Σ_i α_ti a_i (soft attention's exact,
+      pathwise gradient; only the mini-batch varies);
+    * ``"sample"``: every caption reads one sampled location, and the gradient is REINFORCE's
+      r · ∇ Σ_t log π(s_t), r the caption's mean log-likelihood (Xu et al.'s eq. 12 without a baseline);
+    * ``"sample, baseline"``: the same samples with (r − b) · ∇ Σ_t log π(s_t), b the mean reward of the
+      sampled draws (what the moving average of training tracks).
+
+    The three share the mini-batches and the Gumbel noise. Returns estimator → gradients (draws, n_weights)."""
+    from .. import validate
+
+    if getattr(model, "attention", None) != "hard":
+        raise ConfigError(f"attention_gradients needs a Captioner with attention='hard', got "
+                          f"{getattr(model, 'attention', type(model).__name__)!r}")
+    draws, batch_size = validate.sizes(draws=draws, batch_size=batch_size)
+    rng = np.random.default_rng(seed)
+    n, (gh, gw) = len(data.train), data.grid
+    picks = [rng.choice(n, size=min(batch_size, n), replace=False) for _ in range(draws)]
+    noise = [rng.gumbel(size=(len(p), data.train_in.shape[1], gh * gw)).astype(np.float32) for p in picks]
+    grad = (_torch_attention_gradient if fw.__name__.endswith(".torch") else _keras_attention_gradient)(model)
+
+    def run(sampled: bool, baseline: float) -> tuple[np.ndarray, list[float]]:
+        out, rewards = [], []
+        for p, z in zip(picks, noise, strict=True):
+            g, r = grad(data.train.images[p], data.train_in[p], data.train_out[p], z,
+                        np.full(len(p), not sampled), baseline)
+            out.append(g)
+            rewards.append(r)
+        return np.stack(out), rewards
+
+    expectation, _ = run(False, 0.0)
+    sample, rewards = run(True, 0.0)
+    with_baseline, _ = run(True, float(np.mean(rewards)))
+    return {"expectation": expectation, "sample": sample, "sample, baseline": with_baseline}
+
+
+def relative_variance(gradients: np.ndarray) -> float:
+    """E‖g − ḡ‖² / ‖ḡ‖² over the rows of ``gradients`` (draws, n): the noise of an estimator against its
+    signal (below 1: one draw points roughly where the mean does; far above: a single draw is mostly noise)."""
+    mean = gradients.mean(0)
+    return float(((gradients - mean) ** 2).sum(1).mean() / max((mean ** 2).sum(), 1e-30))
+
+
+def _torch_attention_gradient(model):
+    """A function (images, tokens_in, tokens_out, noise, expect, baseline) → (flat gradient of the loss with
+    respect to model.attend's weights, mean reward), PyTorch."""
+    import torch
+    from torch import nn
+
+    params = list(model.attend.parameters())
+
+    def grad(images, tokens_in, tokens_out, noise, expect, baseline):
+        y = torch.as_tensor(tokens_out, device=params[0].device)
+        logits, _, log_pi = model(images, tokens_in, noise=noise, expect=expect)
+        keep = (y != PAD).float()                                                        # (b, T)
+        ce = nn.functional.cross_entropy(logits.transpose(1, 2), y, reduction="none")   # (b, T)
+        reward = -((ce * keep).sum(1) / keep.sum(1)).detach()                           # (b,)
+        loss = (ce * keep).sum() / keep.sum() - ((reward - baseline) * (log_pi * keep).sum(1)).mean()
+        grads = torch.autograd.grad(loss, params, allow_unused=True)                     # log π = 0 where expected
+        flat = torch.cat([(torch.zeros_like(p) if g is None else g).reshape(-1)
+                          for g, p in zip(grads, params, strict=True)])
+        return flat.double().cpu().numpy(), float(reward.mean())
+    return grad
+
+
+def _keras_attention_gradient(model):
+    """The same as :func:`_torch_attention_gradient`, Keras (one traced graph for every batch)."""
+    import keras
+    import tensorflow as tf
+    from keras import ops
+
+    @tf.function(reduce_retracing=True)
+    def step(images, tokens_in, tokens_out, noise, expect, baseline):
+        params = model.attend.trainable_variables
+        with tf.GradientTape() as tape:
+            logits, _, log_pi = model(images, tokens_in, noise=noise, expect=expect)
+            keep = ops.cast(tokens_out != PAD, "float32")                                # (b, T)
+            ce = keras.losses.sparse_categorical_crossentropy(tokens_out, logits, from_logits=True)   # (b, T)
+            reward = ops.stop_gradient(-ops.sum(ce * keep, 1) / ops.sum(keep, 1))      # (b,)
+            loss = ops.sum(ce * keep) / ops.sum(keep) - ops.mean((reward - baseline) * ops.sum(log_pi * keep, 1))
+        grads = tape.gradient(loss, params)
+        grads = [ops.zeros_like(p) if g is None else tf.convert_to_tensor(g)
+                 for g, p in zip(grads, params, strict=True)]
+        return grads, reward
+
+    def grad(images, tokens_in, tokens_out, noise, expect, baseline):
+        if not model.built:
+            model(images[:2], tokens_in[:2])                                         # build the variables
+        grads, reward = step(*(tf.convert_to_tensor(x) for x in (images, tokens_in, tokens_out, noise, expect)),
+                             tf.constant(baseline, "float32"))
+        flat = np.concatenate([np.asarray(g).reshape(-1) for g in grads])
+        return flat.astype(np.float64), float(np.mean(np.asarray(reward)))
+    return grad
+
+
+def flickr8k_available(frameworks=None, *, download: bool = False) -> tuple[bool, str]:
+    """Whether the Flickr8k part of the chapter can run here, and why (not): (ok, reason). The data must be in the
+    data cache and pass its structure check (with ``download=True`` missing files are fetched first, about 1 GB);
+    then, for each framework in ``frameworks`` (names or modules; ``None``: both), ResNet-50's ImageNet weights
+    must be cached or downloadable (and torchvision installed, for PyTorch). Only ``download=True`` downloads."""
+    from ..data import download as dl
+    from ..data import image_features
+    from ..data.flickr8k import instructions
+    from ..data.registry import get
+    from ..errors import CourseError
+
+    ds = get("flickr8k")
+    folder = dl.cache_dir() / ds.folder
+    if not download and not all((folder / fn).exists() for fn in ds.files):
+        return False, (f"Flickr8k is not in the data cache ({folder}); call flickr8k_available(download=True) "
+                       "or load_flickr8k() to download it (about 1 GB).\n" + instructions())
+    try:
+        dl.fetch("flickr8k")
+    except CourseError as exc:
+        return False, str(exc)
+    if frameworks is None:
+        frameworks = ("keras", "pytorch")
+    elif isinstance(frameworks, (str, ModuleType)):
+        frameworks = (frameworks,)
+    reasons = [f"Flickr8k in {folder}"]
+    for fw in frameworks:
+        ok, why = image_features.weights_available(fw)
+        if not ok:
+            return False, why
+        reasons.append(why)
+    return True, "; ".join(reasons)
