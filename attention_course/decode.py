@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from . import validate
-from .errors import ConfigError, ShapeError
+from .errors import ConfigError, InputError, ShapeError
 from .text import BOS, EOS, PAD
 
 __all__ = ["Decoded", "Recompute", "StepDecoder", "beam_search", "beam_step", "exhaustive_search", "greedy_search",
@@ -97,7 +97,18 @@ def beam_step(log_probs: np.ndarray, scores: np.ndarray, finished: np.ndarray, b
     [0, -inf, ..., -inf], so that only beam 0 is expanded. Returns scores, parent, token, each (B, beam),
     best first; the scores stay plain sums of log-probs (length normalisation comes at the end, once).
     """
+    log_probs, scores, finished = np.asarray(log_probs), np.asarray(scores), np.asarray(finished)
+    if log_probs.ndim != 3:
+        raise ShapeError(f"log_probs must be (B, K, V): the next-token log-probs of K beams of B sentences; got "
+                         f"shape {log_probs.shape}")
     b, k, v = log_probs.shape
+    for name, x in (("scores", scores), ("finished", finished)):
+        if x.shape != (b, k):
+            raise ShapeError(f"{name} must be (B, K) = {(b, k)}, one per beam of log_probs {log_probs.shape}; got "
+                             f"shape {x.shape}")
+    validate.integer("beam", beam)
+    if beam > k * v:
+        raise ConfigError(f"beam={beam} is more than the K·V = {k}·{v} = {k * v} candidates of each sentence")
     cand = np.where(finished[:, :, None], -np.inf, scores[:, :, None] + log_probs)  # (B, K, V)
     cand[:, :, PAD] = np.where(finished, scores, cand[:, :, PAD])
     flat = cand.reshape(b, k * v)
@@ -278,7 +289,11 @@ def sample(model, prompt, *, steps: int, temperature=1.0, seed: int = 0) -> np.n
 def _inputs(src, src_mask, max_len):
     src, src_mask = np.asarray(src), np.asarray(src_mask)
     validate.id_shape("src", src.shape)
+    validate.some_rows("src", src.shape)
     validate.same_shape("src_mask", src_mask.shape, src.shape, "src (B, S)")
+    validate.mask_dtype("src_mask", src_mask.dtype, src_mask.shape)
+    if src_mask.dtype != bool and not np.isin(src_mask, (0, 1)).all():
+        raise validate.bad_mask("src_mask", np.unique(src_mask[~np.isin(src_mask, (0, 1))])[:4])
     validate.integer("max_len", max_len)
     return src, src_mask.astype(bool)
 
@@ -300,6 +315,10 @@ def _step(decoder, tokens, state, n, s):
         attn = np.asarray(attn, dtype=np.float64)
         if attn.shape != (n, s):
             raise ShapeError(f"decoder.step must return attention (N, S) = {(n, s)} or None; got {attn.shape}")
+    if np.isnan(log_probs).any():
+        rows = np.flatnonzero(np.isnan(log_probs).any(1))
+        raise InputError(f"decoder.step returned NaN log-probs (rows {rows[:5].tolist()}): a search cannot rank "
+                         f"NaN; the model has diverged, or its weights or inputs hold NaN")
     log_probs[:, [PAD, BOS]] = -np.inf
     return log_probs, state, attn
 

@@ -24,6 +24,10 @@ class InputError(CourseError, ValueError):
     vocabulary, integer queries, every target ignored); the message names the argument, the rule and the values."""
 
 
+class MissingFileError(CourseError, FileNotFoundError):
+    """A file the course was asked to read is not there; the message names it and how to make it."""
+
+
 class EnvError(ConfigError):
     """An environment variable of the course set to a value it cannot use; the message names the variable,
     what it expects and the value."""

@@ -8,6 +8,7 @@ sets of ``(i, j)`` pairs: source word ``i`` is aligned to target word ``j`` (bot
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -62,6 +63,9 @@ def _pairs(hypotheses: Sequence[str], references: Sequence[str], empty_ok: bool 
            ) -> tuple[list[str], list[str]]:
     """The two lists of sentences, checked: as many hypotheses as references, all strings, at least one
     unless ``empty_ok``."""
+    for name, sents in (("hypotheses", hypotheses), ("references", references)):
+        if isinstance(sents, str):
+            raise InputError(f"{name} must be a list of sentences, one per pair; got one string {sents!r:.40}")
     hyps, refs = list(hypotheses), list(references)
     if len(hyps) != len(refs):
         raise InputError(f"{len(hyps)} hypotheses but {len(refs)} references: need one reference per hypothesis")
@@ -112,6 +116,9 @@ def bleu_by_length(hypotheses: Sequence[str], references: Sequence[str], source_
     if lengths.shape != (len(hyps),):
         raise InputError(f"source_lengths has shape {lengths.shape}, expected ({len(hyps)},): one length per "
                          f"sentence")
+    edges = list(edges)
+    if any(isinstance(e, bool) or not isinstance(e, numbers.Integral) for e in edges):
+        raise InputError(f"edges must be whole numbers (the first source length of each bucket); got {edges}")
     edges = [int(e) for e in edges]
     if not edges or any(b <= a for a, b in zip(edges, edges[1:], strict=False)):
         raise InputError(f"edges must be a non-empty, strictly increasing list of lengths; got {edges}")
@@ -141,6 +148,9 @@ def attention_alignment(weights: Any, src_len: int, tgt_len: int) -> Alignment:
     w = np.asarray(weights, dtype=float)
     if w.ndim != 2:
         raise ShapeError(f"weights must be one (T, S) attention matrix; got shape {w.shape}")
+    for name, n in (("src_len", src_len), ("tgt_len", tgt_len)):
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+            raise InputError(f"{name} must be a whole number (a count of words); got {n!r}")
     if not 1 <= src_len <= w.shape[1] or not 0 <= tgt_len <= w.shape[0]:
         raise InputError(f"need 1 <= src_len <= S and 0 <= tgt_len <= T for weights of shape {w.shape}; got "
                          f"src_len={src_len}, tgt_len={tgt_len}")
@@ -152,11 +162,11 @@ def alignment_error_rate(predicted: Sequence[Alignment], gold: Sequence[Alignmen
     """Alignment error rate with sure links only (Och & Ney, "A Systematic Comparison of Various Statistical
     Alignment Models", 2003): 1 - 2|A∩S| / (|A| + |S|), the counts summed over the corpus. 0 is a perfect
     alignment, 1 one that shares no link with the gold."""
+    predicted, gold = _alignments("predicted", predicted), _alignments("gold", gold)
     if len(predicted) != len(gold):
         raise InputError(f"{len(predicted)} predicted alignments but {len(gold)} gold ones: need one per sentence")
     hit = size = 0
     for a, s in zip(predicted, gold, strict=True):
-        a, s = set(a), set(s)
         hit += len(a & s)
         size += len(a) + len(s)
     if size == 0:
@@ -164,10 +174,38 @@ def alignment_error_rate(predicted: Sequence[Alignment], gold: Sequence[Alignmen
     return 1.0 - 2.0 * hit / size
 
 
+def _link(link) -> bool:
+    """An alignment link: a pair (i, j) of whole numbers."""
+    return (isinstance(link, (tuple, list, np.ndarray)) and len(link) == 2
+            and all(isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in link))
+
+
+def _alignments(name: str, alignments) -> list[Alignment]:
+    """A list of alignments, one per sentence, each a collection of (i, j) links, as sets. A bare set of links
+    (one sentence's alignment, not a list of them) is refused: iterating over it would read each link as an
+    alignment."""
+    if isinstance(alignments, (set, frozenset)) or isinstance(alignments, str):
+        raise InputError(f"{name} must be a list of alignments, one per sentence (each a set of (i, j) links); got "
+                         f"a {type(alignments).__name__}: wrap one sentence's alignment in a list")
+    out = []
+    for k, a in enumerate(alignments):
+        if isinstance(a, str) or not isinstance(a, Iterable):
+            raise InputError(f"{name}[{k}] must be a set of (i, j) links; got {type(a).__name__} {a!r:.40}")
+        links = list(a)
+        bad = next((x for x in links if not _link(x)), None)
+        if bad is not None:
+            raise InputError(f"{name}[{k}] must be a set of (i, j) links (source word i, target word j, whole "
+                             f"numbers); it holds {bad!r:.40}")
+        out.append({(int(i), int(j)) for i, j in links})
+    return out
+
+
 def shifted(alignment: Iterable[tuple[int, int]], by: int) -> Alignment:
     """The alignment with every target index moved by ``by``: (i, j) -> (i, j + by); links that would fall
     before position 0 are dropped. Tests the off-by-one reading of attention (Koehn & Knowles, "Six Challenges
     for Neural Machine Translation", 2017): does step j attend to the source of target word j - 1?"""
+    if isinstance(by, bool) or not isinstance(by, numbers.Integral):
+        raise InputError(f"by must be a whole number of target positions; got {by!r}")
     return {(int(i), int(j) + by) for i, j in alignment if int(j) + by >= 0}
 
 
@@ -198,6 +236,9 @@ def _matrices(weights: Any, src_mask: Any, tgt_mask: Any) -> list[tuple[np.ndarr
         if sm.shape != (w.shape[1],) or tm.shape != (w.shape[0],):
             raise ShapeError(f"attention matrix {k} has shape {w.shape} (T, S) but its source mask is {sm.shape} "
                              f"and its target mask {tm.shape}")
+        if not np.isfinite(w[tm][:, sm]).all():
+            raise InputError(f"attention matrix {k} holds NaN or inf on real positions: attention weights are "
+                             f"probabilities (the model that gave them has diverged?)")
         out.append((w, sm, tm))
     return out
 

@@ -18,6 +18,7 @@ import numpy as np
 from .errors import ConfigError, InputError, ShapeError
 
 MASK_RULE = "a mask is True/1 where a key may be attended and False/0 where it is hidden"
+EXPECT_RULE = "one bool (or 0/1) per caption, True where it uses the expectation instead of a sample"
 TAU_HINT = " (the Gumbel-softmax temperature: small tau gives nearly one-hot samples, tau = 0 divides by zero)"
 
 
@@ -44,6 +45,30 @@ def positive(name: str, value, hint: str = "") -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < float(value) < math.inf:
         raise ConfigError(f"{name} must be a finite number > 0; got {value!r}{hint}")
     return float(value)
+
+
+def non_negative(name: str, value, hint: str = "") -> float:
+    """A finite number >= 0 (a penalty or a regulariser's weight: 0 turns it off)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= float(value) < math.inf:
+        raise ConfigError(f"{name} must be a finite number >= 0{hint}; got {value!r}")
+    return float(value)
+
+
+def probability(name: str, value) -> float:
+    """A probability: a number in [0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= float(value) <= 1:
+        raise ConfigError(f"{name} is a probability: a number in [0, 1]; got {value!r}")
+    return float(value)
+
+
+def seed(value, name: str = "seed") -> int:
+    """A seed for NumPy's generator: a whole number >= 0."""
+    return integer(name, value, minimum=0)
+
+
+def optional_size(name: str, value) -> int | None:
+    """A size that may be left out: None, or a whole number >= 1."""
+    return None if value is None else integer(name, value)
 
 
 def rate(name: str, value, what: str = "a dropout rate") -> float:
@@ -88,11 +113,19 @@ def mask_dtype(name: str, dtype, shape) -> None:
     numeric(name, dtype, shape)
 
 
-def bad_mask(name: str, values) -> InputError:
-    """The error for a numeric mask with values other than 0 and 1 (``values``: a few of them)."""
+def missing_mask(name: str) -> InputError:
+    """The error for a required mask left out (None)."""
+    return InputError(f"{name} is required: a (B, S) mask, True on each sentence's real tokens and False on its "
+                      f"pads (for PAD = 0: src != 0); got None")
+
+
+def bad_mask(name: str, values, rule: str = MASK_RULE) -> InputError:
+    """The error for a numeric mask with values other than 0 and 1 (``values``: a few of them); ``rule`` says what
+    the mask means (an attention mask by default, which an additive mask would invert)."""
     shown = ", ".join(f"{float(v):g}" for v in values)
-    return InputError(f"{name}: {MASK_RULE}; got values {shown}. An additive mask (0 keep, -inf hide) says the "
-                      f"opposite: pass ({name} == 0) instead")
+    hint = (f". An additive mask (0 keep, -inf hide) says the opposite: pass ({name} == 0) instead"
+            if rule == MASK_RULE else "")
+    return InputError(f"{name}: {rule}; got values {shown}{hint}")
 
 
 def ids_rule(name: str, vocab: int) -> str:
@@ -195,6 +228,106 @@ def not_empty(name: str, shape, axis: int = 1, what: str = "T") -> None:
     if shape[axis] == 0:
         raise ShapeError(f"{name} has no positions: shape {tuple(shape)} has {what} = 0; "
                          f"give every sequence at least one position")
+
+
+def some_rows(name: str, shape) -> None:
+    """A batch needs at least one row (a sentence, an image) on axis 0."""
+    if shape[0] == 0:
+        raise ShapeError(f"{name} holds no rows: shape {tuple(shape)} has batch size 0; pass at least one")
+
+
+def right_padded(name: str, mask) -> None:
+    """A source mask (B, S) of host values (NumPy bool) for an encoder that reads the first ``length`` positions
+    of each row: True on each row's real tokens, then False on its pads, with at least one real token."""
+    mask = np.asarray(mask, dtype=bool)
+    lengths = mask.sum(1)
+    empty = np.flatnonzero(lengths == 0)
+    if len(empty):
+        raise InputError(f"{name} row {int(empty[0])} has no real token (all False): every sentence needs at least "
+                         f"one (its EOS)")
+    holes = np.flatnonzero((mask != (np.arange(mask.shape[1]) < lengths[:, None])).any(1))
+    if len(holes):
+        row = "".join("1" if v else "0" for v in mask[holes[0]])
+        raise InputError(f"{name} must be right-padded: True on each sentence's real tokens, then False on its pads "
+                         f"(the encoder reads the first length tokens of each row); row {int(holes[0])} is {row}")
+
+
+def step_tokens(name: str, tokens, rows: int | None, vocab: int) -> np.ndarray:
+    """The previous tokens of one decoding step, host values: (rows,) integer ids in [0, vocab), one per row of the
+    decoder's state. Returns them as a NumPy array."""
+    tokens = np.asarray(tokens)
+    if tokens.ndim != 1 or (rows is not None and len(tokens) != rows):
+        raise ShapeError(f"{name} must be ({rows},): one previous token per row of the state; got shape "
+                         f"{tokens.shape}")
+    ids(name, tokens.dtype, tokens.shape, vocab)
+    if tokens.size:
+        ids(name, tokens.dtype, tokens.shape, vocab, int(tokens.min()), int(tokens.max()))
+    return tokens
+
+
+def row_index(name: str, index, rows: int | None) -> np.ndarray:
+    """Rows to take from a state of ``rows`` rows, host values: a 1-D array of integers in [0, rows), repeats
+    allowed. Returns it as a NumPy array."""
+    index = np.asarray(index)
+    rule = f"{name} must be a 1-D array of integer rows in [0, {rows}) (the state has {rows} rows)"
+    if index.ndim != 1 or kind(index.dtype) != "int":
+        raise InputError(f"{rule}; got {index.dtype} of shape {index.shape}")
+    if index.size and rows is not None and (index.min() < 0 or index.max() >= rows):
+        raise InputError(f"{rule}; got rows from {int(index.min())} to {int(index.max())}")
+    return index
+
+
+def query_and_memory(layer: str, query, d_query: int, memory, d_memory: int, mask=None,
+                     names: tuple[str, str] = ("s_prev", "a"), steps: str = "S") -> None:
+    """One step of attention: a query (B, d_query), one per row, over a memory (B, ``steps``, d_memory) (S source
+    positions, L image locations), with an optional mask (B, S). A size that is None (unknown while traced) fits
+    any."""
+    q, m = shape_of(query), shape_of(memory)
+    fits = lambda a, b: None in (a, b) or a == b
+    q_name, m_name = names
+    if len(q) != 2 or len(m) != 3 or not fits(q[1], d_query) or not fits(m[2], d_memory) or not fits(q[0], m[0]):
+        raise ShapeError(f"{layer} expects {m_name} (batch, {steps}, {d_memory}) and {q_name} (batch, {d_query}) "
+                         f"with the same batch; got {m_name} {m}, {q_name} {q}")
+    if mask is not None:
+        k = shape_of(mask)
+        if len(k) != 2 or not all(fits(a, b) for a, b in zip(k, m[:2], strict=True)):
+            raise ShapeError(f"{layer}: the mask must be (batch, {steps}) = {m[:2]} to fit {m_name} {m}; got mask {k}")
+
+
+def images(name: str, dtype, shape, multiple: int = 1, channels: int | None = None, floats: bool = True) -> None:
+    """Images (B, H, W, C), H and W multiples of ``multiple`` and at least 1, C = ``channels`` when given, of
+    floats when ``floats`` (a model that learned from intensities in [0, 1]; a linear read takes any numbers)."""
+    want = f"(B, H, W, {channels if channels else 'C'})" + (f" with H and W multiples of {multiple}"
+                                                             if multiple > 1 else "")
+    shape = tuple(shape)
+    if (len(shape) != 4 or (channels is not None and shape[-1] not in (None, channels))
+            or any(d is not None and (d == 0 or d % multiple) for d in shape[1:3])):
+        empty = len(shape) == 4 and 0 in shape[1:3]
+        raise ShapeError(f"{name} must be {want}; got {shape}" + (", images of no pixels" if empty else ""))
+    if floats and kind(dtype) != "float":
+        raise InputError(f"{name} must hold floats (intensities in [0, 1]); got {dtype} of shape {shape}: convert "
+                         f"them to float32 (divide 0-255 pixels by 255)")
+
+
+WINDOW_RULES = {"sigma2": (0.0, False, "the filters' variance: 0 divides by zero"),
+                "delta": (0.0, True, "the stride between filters"), "gamma": (0.0, True, "the intensity")}
+
+
+def window_parameter(name: str, shape, batch: int | None, values=None) -> None:
+    """One of DRAW's window parameters (gx, gy, sigma2, delta, gamma) for ``batch`` images: a number or one per
+    image, shape (B,) (or (B, 1)). ``values``, when the caller has them on the host (numbers and NumPy arrays, not
+    the model's own tensors), must be finite, sigma2 > 0, delta >= 0 and gamma >= 0."""
+    shape = tuple(shape)
+    rest = [d for d in shape if d != 1]                              # none: one number for every image
+    if rest and not (len(rest) == 1 and (None in (rest[0], batch) or rest[0] == batch)):
+        raise ShapeError(f"{name} must be a number or one per image, shape (B,) = ({batch},); got shape {shape}")
+    if values is None:
+        return
+    values = np.asarray(values, dtype=np.float64)
+    low, inclusive, what = WINDOW_RULES.get(name, (-math.inf, False, "a position in pixels"))
+    if not np.isfinite(values).all() or (values < low).any() or (not inclusive and (values <= low).any()):
+        bound = "" if low == -math.inf else f" and {'>=' if inclusive else '>'} {low:g}"
+        raise InputError(f"{name} ({what}) must be finite{bound}; got {values.ravel()[:4].tolist()}")
 
 
 def id_shape(name: str, shape, ndim: int = 2, length: int | None = None) -> None:
@@ -353,6 +486,24 @@ def training(x, y, logits_shape, **counts) -> None:
     examples((x,), y)
     targets(y, logits_shape)
     sizes(**counts)
+
+
+def captions(tokens_in, tokens_out, vocab: int, pad: int = 0) -> None:
+    """Captions to learn from: ``tokens_in`` (n, T) = BOS + caption and ``tokens_out`` (n, T) = caption + EOS,
+    integer ids in [0, vocab), the same shape, and at least one word (not ``pad``) in every target row: a caption
+    of pads only has no words to average its loss over (0/0, a NaN that the hard-attention reward spreads)."""
+    tokens_in, tokens_out = np.asarray(tokens_in), np.asarray(tokens_out)
+    if tokens_in.ndim != 2:
+        raise ShapeError(f"tokens_in must be (n, T) ids, one caption per image; got shape {tokens_in.shape}")
+    same_shape("tokens_out", tokens_out.shape, tokens_in.shape, "tokens_in")
+    for name, t in (("tokens_in", tokens_in), ("tokens_out", tokens_out)):
+        ids(name, t.dtype, t.shape, vocab)
+        if t.size:
+            ids(name, t.dtype, t.shape, vocab, int(t.min()), int(t.max()))
+    empty = np.flatnonzero((tokens_out == pad).all(1))
+    if len(empty):
+        raise InputError(f"tokens_out row {int(empty[0])} holds only pads ({pad}): every caption needs at least one "
+                         f"word to learn (its EOS at least); {len(empty)} of {len(tokens_out)} rows are empty")
 
 
 def counted(count: int, ignored) -> None:

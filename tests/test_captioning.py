@@ -334,3 +334,33 @@ def test_draw_window_and_image_row_charts():
     assert ac.viz.image_row([scene, scene[:8, :8]], ["a", "b"], title="t", description="d").to_dict()["hconcat"]
     with pytest.raises(ValueError, match="2 images and 1 names"):
         ac.viz.image_row([scene, scene], ["a"], title="t", description="d")
+
+
+def test_attention_gradients_agree_across_frameworks_and_behave_as_estimators():
+    data = c6.corpus(SMALL, seed=0)
+    torch.manual_seed(0)
+    tm = ac.torch.Captioner(len(data.vocab), "hard", gate=False, embed=8, hidden=16, dim=12, units=10)
+    km = ac.keras.Captioner(len(data.vocab), "hard", gate=False, embed=8, hidden=16, dim=12, units=10)
+    torch_to_keras(tm.eval(), km, (data.train.images[:1], data.train_in[:1]))
+    got_t = c6.attention_gradients(ac.torch, tm, data, draws=4, batch_size=8, seed=1)
+    got_k = c6.attention_gradients(ac.keras, km, data, draws=4, batch_size=8, seed=1)
+    n_weights = sum(p.numel() for p in tm.attend.parameters())
+    for name in c6.ESTIMATORS:  # same batches, noise and weights: the same gradients, flattened in each framework's
+        assert got_t[name].shape == got_k[name].shape == (4, n_weights)       # layout (Dense kernels are transposed)
+        np.testing.assert_allclose(np.linalg.norm(got_k[name], axis=1), np.linalg.norm(got_t[name], axis=1),
+                                   rtol=1e-3)
+        np.testing.assert_allclose(np.sort(got_k[name], axis=1), np.sort(got_t[name], axis=1), rtol=1e-3,
+                                   atol=1e-3 * np.abs(got_t[name]).max())
+        assert c6.relative_variance(got_k[name]) == pytest.approx(c6.relative_variance(got_t[name]), rel=1e-2)
+    assert not np.allclose(got_t["sample"], got_t["sample, baseline"])     # the baseline changes each draw
+    # the baseline is the draws' mean reward: subtracting it removes that part of every draw, not the whole draw
+    assert np.abs(got_t["sample, baseline"]).sum() > 0
+    with pytest.raises(ConfigError, match="attention='hard'"):
+        c6.attention_gradients(ac.torch, ac.torch.Captioner(len(data.vocab), "soft", embed=8, hidden=16, dim=12,
+                                                           units=10), data, draws=2)
+
+
+def test_relative_variance_is_noise_over_signal():
+    g = np.array([[1.0, 0.0], [3.0, 0.0]])               # mean (2, 0), deviations ±1: E|g - mean|^2 = 1
+    assert c6.relative_variance(g) == pytest.approx(1 / 4)
+    assert c6.relative_variance(np.ones((5, 3))) == 0.0

@@ -135,12 +135,13 @@ def digit_scenes(n: int, *, split: str = "train", canvas: int = 48, counts: tupl
     large (16×16), and tinted one of ``COLOURS`` with probability ``tinted``, else white. Digits never
     overlap; where two meet the brighter pixel wins. Seeded: the same arguments give the same scenes."""
     n = validate.integer("n (the number of scenes)", n)
-    canvas = validate.integer("canvas", canvas, 2 * LARGE + 2)
-    if not counts or any(c not in COUNT_WORDS for c in counts):
-        raise ConfigError(f"counts must hold 2 and/or 3 digits per scene; got {counts!r}")
-    for name, p in (("small", small), ("tinted", tinted)):
-        if not 0.0 <= float(p) <= 1.0:
-            raise ConfigError(f"{name} is a probability in [0, 1]; got {p!r}")
+    canvas = validate.integer("canvas", canvas, 2 * LARGE + 2, hint=" (two large 16 × 16 digits side by side, "
+                                                                    "a pixel apart)")
+    if not isinstance(counts, (tuple, list)) or not counts or any(c not in COUNT_WORDS for c in counts):
+        raise ConfigError(f"counts must be a tuple of 2 and/or 3 digits per scene; got {counts!r}")
+    small, tinted = validate.probability("small", small), validate.probability("tinted", tinted)
+    seed = validate.seed(seed)
+    validate.choice("split", split, ("train", "test"))
     scans, labels = digit_scans(split)
     rng = np.random.default_rng(seed)
     colour_names = list(COLOURS)

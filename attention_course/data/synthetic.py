@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import validate
 from ..errors import ConfigError
 from ..text import BOS, EOS, PAD, UNK  # noqa: F401  (synthetic.PAD … are part of its API)
 
@@ -267,6 +268,9 @@ def aligned_pair_task(n: int, *, seed: int = 0, min_len: int = 3, max_len: int =
     adjectives (mirrored: "big black cat" -> cat black big), postpositions, and the verb last (S O X V). The
     article "a"/"an" has no translation (one-to-zero) and every third verb becomes two words (one-to-many).
     """
+    n = validate.integer("n (the number of pairs)", n)
+    min_len, max_len = validate.sizes(min_len=min_len, max_len=max_len)
+    seed = validate.seed(seed)
     if not 3 <= min_len <= max_len <= 13:
         raise ConfigError(f"need 3 <= min_len <= max_len <= 13 (the grammar's sentence lengths), got "
                           f"min_len={min_len}, max_len={max_len}")

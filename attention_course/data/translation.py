@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..errors import ConfigError, EnvError, InputError
+from ..errors import ConfigError, EnvError, InputError, MissingFileError
 from ..text import BOS, EOS, PAD, SPECIALS, UNK
 from .download import derived_dir
 from .loaders import load_multi30k, load_spa_eng
@@ -95,13 +95,13 @@ def translation_pairs(
 
     ``max_words`` keeps the pairs whose source has at most that many words (split on whitespace).
     """
-    if name not in TRANSLATION_DATASETS:
+    if not isinstance(name, str) or name not in TRANSLATION_DATASETS:
         raise ConfigError(f"unknown translation dataset {name!r}; choose one of: {', '.join(TRANSLATION_DATASETS)}")
     _count("max_words", max_words, 1)
     for what, n in (("n_train", n_train), ("n_val", n_val), ("n_test", n_test)):
         _count(what, n, 0)
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ConfigError(f"seed must be an integer, got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ConfigError(f"seed must be an integer >= 0, got {seed!r}")
     import numpy as np
 
     rng = np.random.default_rng(seed)
@@ -148,8 +148,20 @@ def translation_pairs(
 # subword tokenizer
 # --------------------------------------------------------------------------------------------------
 def _as_ints(ids: Any) -> list[int]:
+    """One sequence of token ids (a list, a 1-D array or tensor) as Python ints; anything else is refused."""
+    import numbers
+
     if hasattr(ids, "tolist"):
         ids = ids.tolist()
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
+        raise InputError(f"decode expects one sequence of integer ids (a list or a 1-D array); got "
+                         f"{type(ids).__name__} {ids!r:.40}")
+    ids = list(ids)
+    bad = next((i for i in ids if isinstance(i, bool) or not isinstance(i, numbers.Integral)), None)
+    if bad is not None:
+        raise InputError(f"decode expects one sequence of integer ids (a list or a 1-D array); it holds "
+                         f"{type(bad).__name__} {bad!r:.40}" + (" (a 2-D array? use decode_batch)"
+                                                              if isinstance(bad, list) else ""))
     return [int(i) for i in ids]
 
 
@@ -239,7 +251,8 @@ class SubwordTokenizer:
 
         path = Path(path)
         if not path.is_file():
-            raise FileNotFoundError(f"no tokenizer file at {path}")
+            raise MissingFileError(f"no tokenizer file at {path}: save one with SubwordTokenizer.save(path), or "
+                                   f"train one with SubwordTokenizer.train or .cached")
         try:
             tk = Tokenizer.from_file(str(path))
         except Exception as exc:  # the library raises a bare Exception on a bad file
@@ -314,7 +327,12 @@ class SubwordTokenizer:
         """``[encode(t) for t in texts]``, in parallel."""
         if isinstance(texts, str):
             raise InputError("encode_batch expects a list of strings, got one string; use encode")
-        return [e.ids for e in self.backend.encode_batch(list(texts), add_special_tokens=False)]
+        texts = list(texts)
+        bad = next((k for k, t in enumerate(texts) if not isinstance(t, str)), None)
+        if bad is not None:
+            raise InputError(f"encode_batch expects a list of strings; item {bad} is {type(texts[bad]).__name__} "
+                             f"{texts[bad]!r:.40}")
+        return [e.ids for e in self.backend.encode_batch(texts, add_special_tokens=False)]
 
     def tokens(self, text: str) -> list[str]:
         """The subword pieces of ``text`` (for display), e.g. ``['▁¿dónde', '▁está', ...]``."""
@@ -339,6 +357,9 @@ class SubwordTokenizer:
 
     def decode_batch(self, rows: Iterable[Any]) -> list[str]:
         """``[decode(r) for r in rows]``, e.g. for a ``(B, T)`` array of predictions."""
+        if isinstance(rows, str):
+            raise InputError("decode_batch expects rows of integer ids (a list of lists or a 2-D array), got one "
+                             "string")
         return [self.decode(r) for r in rows]
 
     def __repr__(self) -> str:
@@ -386,8 +407,10 @@ def encode_pairs(
         if isinstance(width, bool) or not isinstance(width, int) or width < 1:
             raise ConfigError(f"{what} must be an integer >= 1, got {width!r}")
     pairs = list(pairs)
-    if any(not isinstance(p, tuple | list) or len(p) != 2 for p in pairs):
-        raise InputError("pairs must be (source, target) pairs of strings")
+    bad = next((k for k, p in enumerate(pairs) if not isinstance(p, tuple | list) or len(p) != 2
+                or not all(isinstance(x, str) for x in p)), None)
+    if bad is not None:
+        raise InputError(f"pairs must be (source, target) pairs of strings; pairs[{bad}] is {pairs[bad]!r:.60}")
     srcs = src_tok.encode_batch([s for s, _ in pairs])
     tgts = tgt_tok.encode_batch([t for _, t in pairs])
     kept = [i for i, (s, t) in enumerate(zip(srcs, tgts, strict=True))

@@ -6,7 +6,23 @@ used. Sub-layers build on their first call, so a layer made of them needs no ``b
 
 from __future__ import annotations
 
+import inspect
+
 import keras
+
+
+def _none_by_name(call, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """Keras fills an argument named ``<x>_mask`` that is None with the Keras mask of the tensor ``x``, by keyword,
+    so a None given for it by position reaches ``call`` twice ("got multiple values for argument 'src_mask'").
+    Pass the arguments from the first None on by name instead: the course's own check of the argument then runs."""
+    first = next((i for i, a in enumerate(args) if a is None), 0)
+    if not first:                                        # no None, or the first argument (Keras' own error)
+        return args, kwargs
+    names = [p.name for p in inspect.signature(call).parameters.values()
+             if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    if len(args) > len(names) or any(n in kwargs for n in names[first:len(args)]):
+        return args, kwargs
+    return args[:first], {**dict(zip(names[first:], args[first:], strict=False)), **kwargs}
 
 
 class Layer(keras.layers.Layer):
@@ -20,6 +36,10 @@ class Layer(keras.layers.Layer):
     def compute_mask(self, *args, **kwargs):
         return None
 
+    def __call__(self, *args, **kwargs):
+        args, kwargs = _none_by_name(self.call, args, kwargs)
+        return super().__call__(*args, **kwargs)
+
 
 class BuildOnCall:
     """Mixin for a layer or model made of sub-layers that build on their first call."""
@@ -29,4 +49,9 @@ class BuildOnCall:
 
 
 class Model(BuildOnCall, keras.Model):
-    """A subclassed model whose sub-layers build on their first call (no ``build()`` needed)."""
+    """A subclassed model whose sub-layers build on their first call (no ``build()`` needed), and whose arguments
+    may be None by position (see ``_none_by_name``)."""
+
+    def __call__(self, *args, **kwargs):
+        args, kwargs = _none_by_name(self.call, args, kwargs)
+        return super().__call__(*args, **kwargs)

@@ -30,10 +30,9 @@ __all__ = ["SceneEncoder", "VisualAttention", "Captioner", "train_captioner"]
 
 def _images(images):
     """(B, H, W, 3) floats with H and W multiples of 8, as a float32 tensor."""
-    images = ops.convert_to_tensor(images, dtype="float32")
-    if len(images.shape) != 4 or images.shape[-1] != 3 or images.shape[1] % 8 or images.shape[2] % 8:
-        raise ShapeError(f"images must be (B, H, W, 3) with H and W multiples of 8; got {tuple(images.shape)}")
-    return images
+    images = inputs.tensor(images, "images")
+    validate.images("images", inputs.dtype_name(images), validate.shape_of(images), multiple=8, channels=3)
+    return ops.cast(images, "float32")
 
 
 class SceneEncoder(BuildOnCall, Layer):
@@ -45,6 +44,7 @@ class SceneEncoder(BuildOnCall, Layer):
 
     def __init__(self, dim: int = 64, channels: int = 16, **kwargs):
         super().__init__(**kwargs)
+        dim, channels = validate.sizes(dim=dim, channels=channels)
         self.dim = dim
         self.conv1 = layers.Conv2D(channels, 3, padding="same")
         self.conv2 = layers.Conv2D(2 * channels, 3, padding="same")
@@ -72,12 +72,16 @@ class VisualAttention(BuildOnCall, Layer):
 
     def __init__(self, d_query: int, d_key: int, units: int, **kwargs):
         super().__init__(**kwargs)
-        self.score = AdditiveScore(d_query, d_key, units)
+        self.d_query, self.d_key, self.units = validate.sizes(d_query=d_query, d_key=d_key, units=units)
+        self.score = AdditiveScore(self.d_query, self.d_key, self.units)
 
     def keys(self, a):
-        return self.score.U_a(a)                                     # (B, L, units)
+        return self.score.U_a(inputs.floats(a, "a"))                 # (B, L, units)
 
     def call(self, h_prev, keys):
+        h_prev, keys = inputs.floats(h_prev, "h_prev"), inputs.floats(keys, "keys")
+        validate.query_and_memory("VisualAttention", h_prev, self.d_query, keys, self.units, names=("h_prev", "keys"),
+                                  steps="L")
         e = ops.squeeze(self.score.v_a(ops.tanh(ops.expand_dims(self.score.W_a(h_prev), 1) + keys)), -1)  # (B, L)
         return ops.softmax(e, axis=-1)
 
@@ -161,8 +165,9 @@ class Captioner(Model):
         return self.out(deep), (h, c), alpha, log_pi
 
     def call(self, images, tokens, noise=None, expect=None, greedy: bool = False):
-        tokens = ops.convert_to_tensor(tokens, dtype="int32")
-        if len(tokens.shape) != 2 or tokens.shape[0] != images.shape[0]:
+        images = _images(images)
+        tokens = ops.cast(inputs.ids(tokens, "tokens", self.embed), "int32")     # (B, T) ids in [0, vocab)
+        if None not in (tokens.shape[0], images.shape[0]) and tokens.shape[0] != images.shape[0]:
             raise ShapeError(f"tokens must be (B, T) = ({images.shape[0]}, T) ids, one row per image; got "
                              f"{tuple(tokens.shape)}")
         state, memory = self.start(images)
@@ -172,7 +177,11 @@ class Captioner(Model):
             if any(w is not None and g is not None and w != g for w, g in zip(want, noise.shape, strict=True)):
                 raise ShapeError(f"noise must be (B, T, L) = {want}; got {tuple(noise.shape)}")
         if expect is not None:
-            expect = ops.convert_to_tensor(expect, dtype="bool")
+            expect = inputs.bool_mask(expect, "expect", validate.EXPECT_RULE)
+            b, got = tokens.shape[0], expect.shape
+            if len(got) != 1 or (None not in (b, got[0]) and got[0] != b):
+                raise ShapeError(f"expect must be (B,) = ({tokens.shape[0]},), one bool per caption; got "
+                                 f"{tuple(expect.shape)}")
         logits, alphas, log_pis = [], [], []
         for t in range(tokens.shape[1]):
             out, state, alpha, log_pi = self.decode_step(tokens[:, t], state, memory,
@@ -185,12 +194,13 @@ class Captioner(Model):
     # one step at a time, on NumPy arrays, for greedy and beam search (attention_course.decode)
     def step(self, tokens, state):
         state, memory = state
-        tokens = ops.convert_to_tensor(np.asarray(tokens), dtype="int32")
+        tokens = validate.step_tokens("tokens", tokens, memory[0].shape[0], self.embed.input_dim)
+        tokens = ops.convert_to_tensor(tokens, dtype="int32")
         logits, state, alpha, _ = self.decode_step(tokens, state, memory, greedy=True)
         return ops.convert_to_numpy(ops.log_softmax(logits, axis=-1)), (state, memory), ops.convert_to_numpy(alpha)
 
     def reorder(self, state, index):
-        index = ops.convert_to_tensor(np.asarray(index), dtype="int32")
+        index = ops.convert_to_tensor(validate.row_index("index", index, state[1][0].shape[0]), dtype="int32")
         return tuple(tuple(None if x is None else ops.take(x, index, axis=0) for x in part) for part in state)
 
 
@@ -208,9 +218,14 @@ def train_captioner(model: Captioner, images, tokens_in, tokens_out, *, epochs: 
     Returns the per-epoch history: loss (cross-entropy per word), accuracy (teacher-forced, per word).
     """
     n = validate.examples((images, tokens_in), tokens_out)
+    validate.images("images", inputs.dtype_name(images), validate.shape_of(images), multiple=8, channels=3)
+    validate.captions(tokens_in, tokens_out, model.embed.input_dim, PAD)
     epochs, batch_size = validate.sizes(epochs=epochs, batch_size=batch_size)
     for name, value in (("lr", lr), ("clip_norm", clip_norm)):
         validate.positive(name, value)
+    doubly_stochastic = validate.non_negative("doubly_stochastic", doubly_stochastic, " (0 turns it off)")
+    entropy = validate.non_negative("entropy", entropy, " (0 turns it off)")
+    expect_share = validate.probability("expect_share", expect_share)
     optimizer = keras.optimizers.Adam(learning_rate=lr, epsilon=1e-8, global_clipnorm=clip_norm)
     model(images[:2], tokens_in[:2])                                 # build the variables
     optimizer.build(model.trainable_variables)

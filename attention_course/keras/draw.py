@@ -8,13 +8,28 @@ Shapes: B batch, H × W pixels, C channels (last), N the glimpse size.
 
 from __future__ import annotations
 
+import keras
+import numpy as np
+import tensorflow as tf
 from keras import layers, ops
 
 from .. import validate
 from ..errors import ShapeError
+from . import inputs
 from .base import BuildOnCall, Layer
 
 __all__ = ["DrawRead"]
+
+
+def _pixels(images):
+    """(B, H, W, C) numbers, at least one pixel, as float32 (a read is linear: any intensities will do)."""
+    images = inputs.tensor(images, "images")
+    validate.images("images", inputs.dtype_name(images), validate.shape_of(images), floats=False)
+    return ops.cast(images, "float32")
+
+
+def _is_tensor(x) -> bool:
+    return isinstance(x, keras.KerasTensor) or tf.is_tensor(x)
 
 
 class DrawRead(BuildOnCall, Layer):
@@ -47,21 +62,22 @@ class DrawRead(BuildOnCall, Layer):
         return f_y / (ops.sum(f_y, -1, keepdims=True) + 1e-8), f_x / (ops.sum(f_x, -1, keepdims=True) + 1e-8)
 
     def read(self, images, gx, gy, sigma2, delta, gamma):
-        images = ops.convert_to_tensor(images, dtype="float32")
-        if len(images.shape) != 4:
-            raise ShapeError(f"images must be (B, H, W, C); got {tuple(images.shape)}")
+        images = _pixels(images)
         b = ops.shape(images)[0]
+        window = {"gx": gx, "gy": gy, "sigma2": sigma2, "delta": delta, "gamma": gamma}
+        for name, v in window.items():                           # the values of numbers and NumPy arrays only:
+            host = None if _is_tensor(v) else v                  # the model's own window is positive by exp
+            validate.window_parameter(name, np.shape(v) if host is not None else validate.shape_of(v),
+                                      images.shape[0], host)
         gx, gy, sigma2, delta, gamma = (ops.broadcast_to(ops.reshape(ops.convert_to_tensor(v, dtype="float32"), (-1,)),
-                                                         (b,)) for v in (gx, gy, sigma2, delta, gamma))
+                                                         (b,)) for v in window.values())
         f_y, f_x = self.filters(gx, gy, sigma2, delta, images.shape[1], images.shape[2])
         glimpse = ops.einsum("bnh,bhwc,bmw->bnmc", f_y, images, f_x)            # F_Y x F_Xᵀ per channel
         return gamma[:, None, None, None] * glimpse                             # (B, N, N, C)
 
     def call(self, images, h):
-        images = ops.convert_to_tensor(images, dtype="float32")
-        if len(images.shape) != 4:
-            raise ShapeError(f"images must be (B, H, W, C); got {tuple(images.shape)}")
-        h = ops.convert_to_tensor(h, dtype="float32")
+        images = _pixels(images)
+        h = inputs.floats(h, "h")
         if tuple(h.shape) != (images.shape[0], self.hidden):
             raise ShapeError(f"h must be (B, hidden) = ({images.shape[0]}, {self.hidden}), one state per image; "
                              f"got {tuple(h.shape)}")

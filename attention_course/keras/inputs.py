@@ -63,8 +63,9 @@ def _require(ok, rule: str) -> None:
         tf.debugging.Assert(ok, [_MARK + rule])
 
 
-def bool_mask(m, name: str = "mask"):
-    """A bool mask from bool or 0/1 values (one reduction checks the values); None stays None."""
+def bool_mask(m, name: str = "mask", rule: str = MASK_RULE):
+    """A bool mask from bool or 0/1 values (one reduction checks the values); None stays None. ``rule`` says what
+    the mask means, in the error."""
     if m is None:
         return None
     m = tensor(m, name)
@@ -73,11 +74,28 @@ def bool_mask(m, name: str = "mask"):
         return m
     ok = ops.all(ops.logical_or(ops.equal(m, 0), ops.equal(m, 1)))
     if symbolic(m):
-        _require(ok, f"{name}: {MASK_RULE}")
+        _require(ok, f"{name}: {rule}")
     elif not bool(ok):
         v = ops.convert_to_numpy(m)
-        raise validate.bad_mask(name, np.unique(v[(v != 0) & (v != 1)])[:4])
+        raise validate.bad_mask(name, np.unique(v[(v != 0) & (v != 1)])[:4], rule)
     return ops.not_equal(m, 0)
+
+
+def source_mask(m, src, name: str = "src_mask"):
+    """The mask (B, S) of right-padded sources ``src`` (B, S), the twin of PyTorch's (whose encoder packs the
+    first ``length`` positions of each row): bool or 0/1, the shape of ``src``, at least one row, and right-padded
+    with at least one real token per row (one reduction; a graph assertion while traced). Returns the bool mask."""
+    if m is None:
+        raise validate.missing_mask(name)
+    m = bool_mask(m, name)
+    validate.same_shape(name, validate.shape_of(m), validate.shape_of(src), "src")
+    validate.some_rows("src", validate.shape_of(src))
+    ok = ops.logical_and(ops.all(m[:, 0]), ops.all(ops.logical_or(m[:, :-1], ops.logical_not(m[:, 1:]))))
+    if symbolic(m):
+        _require(ok, f"{name} must be right-padded, with at least one real token in each row")
+    elif not bool(ok):
+        validate.right_padded(name, ops.convert_to_numpy(m))
+    return m
 
 
 def ids(x, name: str, embed, ndim: int = 2, length: int | None = None):

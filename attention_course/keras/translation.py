@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import keras
-import numpy as np
 from keras import layers, ops
 
 from .. import validate
@@ -37,13 +36,16 @@ class OneStepAttention(BuildOnCall, Layer):
 
     def __init__(self, d_state: int, d_enc: int, units: int = 10, **kwargs):
         super().__init__(**kwargs)
+        self.d_state, self.d_enc, self.units = validate.sizes(d_state=d_state, d_enc=d_enc, units=units)
         self.concatenator = layers.Concatenate(axis=-1)
-        self.densor1 = layers.Dense(units)
+        self.densor1 = layers.Dense(self.units)
         self.densor2 = layers.Dense(1)
         self.dotor = layers.Dot(axes=1)
 
     def call(self, a, s_prev, mask=None):
         # a (B, S, 2H) encoder states, s_prev (B, H), mask (B, S)
+        a, s_prev, mask = inputs.floats(a, "a"), inputs.floats(s_prev, "s_prev"), inputs.bool_mask(mask, "mask")
+        validate.query_and_memory("OneStepAttention", s_prev, self.d_state, a, self.d_enc, mask)
         s = ops.repeat(ops.expand_dims(s_prev, 1), ops.shape(a)[1], axis=1)   # repeator: (B, S, H)
         concat = self.concatenator([a, s])                          # (B, S, 2H + H)
         energies = self.densor2(ops.tanh(self.densor1(concat)))     # (B, S, 1)
@@ -70,7 +72,8 @@ class SeedTranslator(Model):
 
     def call(self, src, src_mask, tgt_in, return_weights: bool = False):
         src, tgt_in = inputs.ids(src, "src", self.src_embed), inputs.ids(tgt_in, "tgt_in", self.tgt_embed)
-        mask = inputs.bool_mask(src_mask, "src_mask")
+        mask = inputs.source_mask(src_mask, src)
+        validate.same_batch(src=validate.shape_of(src), tgt_in=validate.shape_of(tgt_in))
         a = self.encoder(self.src_embed(src), mask=mask)             # (B, S, 2n_a)
         s = c = ops.zeros((ops.shape(a)[0], self.n_s))               # the slides' s0, c0
         y = self.tgt_embed(tgt_in)                                   # (B, T, E)
@@ -91,6 +94,7 @@ class Encoder(BuildOnCall, Layer):
 
     def __init__(self, vocab: int, embed: int, hidden: int, **kwargs):
         super().__init__(**kwargs)
+        vocab, embed, hidden = validate.sizes(vocab=vocab, embed=embed, hidden=hidden)
         self.embed = embedding(vocab, embed)
         # reset_after=True is PyTorch's formulation of the GRU (two bias vectors)
         self.rnn = layers.Bidirectional(layers.GRU(hidden, return_sequences=True, return_state=True,
@@ -99,12 +103,17 @@ class Encoder(BuildOnCall, Layer):
 
     def call(self, src, src_mask):
         src = inputs.ids(src, "src", self.embed)                     # (B, S) ids in [0, vocab)
-        mask = inputs.bool_mask(src_mask, "src_mask")
-        validate.same_shape("src_mask", validate.shape_of(mask), validate.shape_of(src), "src")
+        mask = inputs.source_mask(src_mask, src)                     # right-padded, every row a real token
         states, forward, backward = self.rnn(self.embed(src), mask=mask)   # (B, S, 2H), (B, H), (B, H)
         states = states * ops.cast(ops.expand_dims(mask, -1), states.dtype)  # zeros on pads, as PyTorch's
         summary = ops.concatenate([forward, backward], axis=-1)     # (B, 2H)
         return states, mask, summary, ops.tanh(self.bridge(summary))
+
+
+def _decoder_sizes(vocab, embed, hidden, units) -> tuple[int, int, int, int | None]:
+    """A decoder's sizes, checked: whole numbers >= 1 (``units``, the score's, may be None: ``hidden``)."""
+    vocab, embed, hidden = validate.sizes(vocab=vocab, embed=embed, hidden=hidden)
+    return vocab, embed, hidden, validate.optional_size("units", units)
 
 
 class PlainDecoder(BuildOnCall, Layer):
@@ -113,6 +122,7 @@ class PlainDecoder(BuildOnCall, Layer):
 
     def __init__(self, vocab: int, embed: int, hidden: int, units: int | None = None, **kwargs):
         super().__init__(**kwargs)
+        vocab, embed, hidden, units = _decoder_sizes(vocab, embed, hidden, units)
         self.embed = embedding(vocab, embed)
         self.rnn = layers.GRUCell(hidden, reset_after=True)
         self.readout = layers.Dense(hidden)
@@ -139,6 +149,7 @@ class BahdanauDecoder(BuildOnCall, Layer):
 
     def __init__(self, vocab: int, embed: int, hidden: int, units: int | None = None, **kwargs):
         super().__init__(**kwargs)
+        vocab, embed, hidden, units = _decoder_sizes(vocab, embed, hidden, units)
         self.embed = embedding(vocab, embed)
         self.score = AdditiveScore(hidden, 2 * hidden, units or hidden)
         self.rnn = layers.GRUCell(hidden, reset_after=True)
@@ -166,6 +177,7 @@ class LuongDecoder(BuildOnCall, Layer):
 
     def __init__(self, vocab: int, embed: int, hidden: int, units: int | None = None, **kwargs):
         super().__init__(**kwargs)
+        vocab, embed, hidden, units = _decoder_sizes(vocab, embed, hidden, units)
         self.embed = embedding(vocab, embed)
         self.rnn = layers.GRUCell(hidden, reset_after=True)
         self.score = GeneralScore(hidden, 2 * hidden)
@@ -228,11 +240,12 @@ class Translator(Model):
 
     def step(self, tokens, state):
         state, memory = state
-        tokens = ops.convert_to_tensor(np.asarray(tokens), dtype="int32")
+        tokens = validate.step_tokens("tokens", tokens, memory[0].shape[0], self.decoder.embed.input_dim)
+        tokens = ops.convert_to_tensor(tokens, dtype="int32")
         logits, state, alpha = self.decoder(tokens, state, memory)
         log_probs = ops.convert_to_numpy(ops.log_softmax(logits, axis=-1))     # (N, V)
         return log_probs, (state, memory), None if alpha is None else ops.convert_to_numpy(alpha)
 
     def reorder(self, state, index):
-        index = ops.convert_to_tensor(np.asarray(index), dtype="int32")
+        index = ops.convert_to_tensor(validate.row_index("index", index, state[1][0].shape[0]), dtype="int32")
         return tuple(tuple(None if x is None else ops.take(x, index, axis=0) for x in part) for part in state)

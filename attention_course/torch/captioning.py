@@ -19,6 +19,7 @@ from ..choices import CAPTION_ATTENTION
 from ..errors import ConfigError, ShapeError
 from ..text import PAD
 from ..train import History, batches, progress
+from . import inputs
 from .scores import AdditiveScore
 from .train import device
 
@@ -26,10 +27,10 @@ __all__ = ["SceneEncoder", "VisualAttention", "Captioner", "train_captioner"]
 
 
 def _images(images, dev=None) -> torch.Tensor:
-    """(B, H, W, 3) floats with H and W multiples of 8, as a float32 tensor."""
-    images = torch.as_tensor(np.asarray(images) if not torch.is_tensor(images) else images, dtype=torch.float32)
-    if images.dim() != 4 or images.shape[-1] != 3 or images.shape[1] % 8 or images.shape[2] % 8:
-        raise ShapeError(f"images must be (B, H, W, 3) with H and W multiples of 8; got {tuple(images.shape)}")
+    """(B, H, W, 3) floats with H and W multiples of 8, as a float32 tensor (on ``dev``)."""
+    images = inputs.tensor(images, "images")
+    validate.images("images", inputs.dtype_name(images), validate.shape_of(images), multiple=8, channels=3)
+    images = images.float()
     return images.to(dev) if dev is not None else images
 
 
@@ -42,6 +43,7 @@ class SceneEncoder(nn.Module):
 
     def __init__(self, dim: int = 64, channels: int = 16):
         super().__init__()
+        dim, channels = validate.sizes(dim=dim, channels=channels)
         self.dim = dim
         self.conv1 = nn.Conv2d(5, channels, 3, padding=1)
         self.conv2 = nn.Conv2d(channels, 2 * channels, 3, padding=1)
@@ -68,12 +70,17 @@ class VisualAttention(nn.Module):
 
     def __init__(self, d_query: int, d_key: int, units: int):
         super().__init__()
-        self.score = AdditiveScore(d_query, d_key, units)
+        self.d_query, self.d_key, self.units = validate.sizes(d_query=d_query, d_key=d_key, units=units)
+        self.score = AdditiveScore(self.d_query, self.d_key, self.units)
 
     def keys(self, a):
-        return self.score.U_a(a)                                     # (B, L, units)
+        return self.score.U_a(inputs.floats(a, "a", inputs.device_of(self)))     # (B, L, units)
 
     def forward(self, h_prev, keys):
+        h_prev = inputs.floats(h_prev, "h_prev", inputs.device_of(self))
+        keys = inputs.floats(keys, "keys", h_prev.device)
+        validate.query_and_memory("VisualAttention", h_prev, self.d_query, keys, self.units, names=("h_prev", "keys"),
+                                  steps="L")
         e = self.score.v_a(torch.tanh(self.score.W_a(h_prev)[:, None] + keys))[..., 0]   # (B, L)
         return torch.softmax(e, dim=-1)
 
@@ -156,12 +163,12 @@ class Captioner(nn.Module):
         return self.out(deep), (h, c), alpha, log_pi
 
     def forward(self, images, tokens, noise=None, expect=None, greedy: bool = False):
-        tokens = torch.as_tensor(np.asarray(tokens) if not torch.is_tensor(tokens) else tokens, dtype=torch.long)
-        if tokens.dim() != 2 or tokens.shape[0] != len(images):
-            raise ShapeError(f"tokens must be (B, T) = ({len(images)}, T) ids, one row per image; got "
+        images = _images(images, inputs.device_of(self))
+        tokens = inputs.ids(tokens, "tokens", self.embed)            # (B, T) ids in [0, vocab), T >= 1
+        if tokens.shape[0] != images.shape[0]:
+            raise ShapeError(f"tokens must be (B, T) = ({images.shape[0]}, T) ids, one row per image; got "
                              f"{tuple(tokens.shape)}")
         state, memory = self.start(images)
-        tokens = tokens.to(memory[0].device)
         if noise is not None:
             noise = torch.as_tensor(np.asarray(noise) if not torch.is_tensor(noise) else noise,
                                     dtype=torch.float32, device=tokens.device)
@@ -169,8 +176,10 @@ class Captioner(nn.Module):
             if tuple(noise.shape) != want:
                 raise ShapeError(f"noise must be (B, T, L) = {want}; got {tuple(noise.shape)}")
         if expect is not None:
-            expect = torch.as_tensor(np.asarray(expect) if not torch.is_tensor(expect) else expect,
-                                     dtype=torch.bool, device=tokens.device)
+            expect = inputs.bool_mask(expect, "expect", tokens.device, validate.EXPECT_RULE)
+            if tuple(expect.shape) != (tokens.shape[0],):
+                raise ShapeError(f"expect must be (B,) = ({tokens.shape[0]},), one bool per caption; got "
+                                 f"{tuple(expect.shape)}")
         logits, alphas, log_pis = [], [], []
         for t in range(tokens.shape[1]):
             out, state, alpha, log_pi = self.decode_step(tokens[:, t], state, memory,
@@ -184,12 +193,14 @@ class Captioner(nn.Module):
     @torch.no_grad()
     def step(self, tokens, state):
         state, memory = state
-        tokens = torch.as_tensor(np.asarray(tokens), dtype=torch.long, device=memory[0].device)
+        tokens = validate.step_tokens("tokens", tokens, memory[0].shape[0], self.embed.num_embeddings)
+        tokens = torch.as_tensor(tokens, dtype=torch.long, device=memory[0].device)
         logits, state, alpha, _ = self.decode_step(tokens, state, memory, greedy=True)
         return torch.log_softmax(logits, -1).cpu().numpy(), (state, memory), alpha.cpu().numpy()
 
     def reorder(self, state, index):
-        index = torch.as_tensor(np.asarray(index), dtype=torch.long, device=state[1][0].device)
+        index = validate.row_index("index", index, state[1][0].shape[0])
+        index = torch.as_tensor(index, dtype=torch.long, device=state[1][0].device)
         return tuple(tuple(None if x is None else x.index_select(0, index) for x in part) for part in state)
 
 
@@ -207,9 +218,14 @@ def train_captioner(model: Captioner, images, tokens_in, tokens_out, *, epochs: 
     Returns the per-epoch history: loss (cross-entropy per word), accuracy (teacher-forced, per word).
     """
     n = validate.examples((images, tokens_in), tokens_out)
+    validate.images("images", inputs.dtype_name(images), validate.shape_of(images), multiple=8, channels=3)
+    validate.captions(tokens_in, tokens_out, model.embed.num_embeddings, PAD)
     epochs, batch_size = validate.sizes(epochs=epochs, batch_size=batch_size)
     for name, value in (("lr", lr), ("clip_norm", clip_norm)):
         validate.positive(name, value)
+    doubly_stochastic = validate.non_negative("doubly_stochastic", doubly_stochastic, " (0 turns it off)")
+    entropy = validate.non_negative("entropy", entropy, " (0 turns it off)")
+    expect_share = validate.probability("expect_share", expect_share)
     dev = device()
     model.to(dev).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)

@@ -8,13 +8,22 @@ Shapes: B batch, H × W pixels, C channels (last), N the glimpse size.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 
 from .. import validate
 from ..errors import ShapeError
+from . import inputs
 
 __all__ = ["DrawRead"]
+
+
+def _pixels(images) -> torch.Tensor:
+    """(B, H, W, C) numbers, at least one pixel, as float32 (a read is linear: any intensities will do)."""
+    images = inputs.tensor(images, "images")
+    validate.images("images", inputs.dtype_name(images), validate.shape_of(images), floats=False)
+    return images.float()
 
 
 class DrawRead(nn.Module):
@@ -47,20 +56,20 @@ class DrawRead(nn.Module):
         return f_y / (f_y.sum(-1, keepdim=True) + 1e-8), f_x / (f_x.sum(-1, keepdim=True) + 1e-8)
 
     def read(self, images, gx, gy, sigma2, delta, gamma):
-        images = torch.as_tensor(images, dtype=torch.float32)
-        if images.dim() != 4:
-            raise ShapeError(f"images must be (B, H, W, C); got {tuple(images.shape)}")
-        gx, gy, sigma2, delta, gamma = (torch.as_tensor(v, dtype=torch.float32).reshape(-1).expand(len(images))
-                                        for v in (gx, gy, sigma2, delta, gamma))
+        images = _pixels(images)
+        window = {"gx": gx, "gy": gy, "sigma2": sigma2, "delta": delta, "gamma": gamma}
+        for name, v in window.items():                           # the values of numbers and NumPy arrays only:
+            host = None if torch.is_tensor(v) else v             # the model's own window is positive by exp
+            validate.window_parameter(name, np.shape(v) if host is not None else tuple(v.shape), len(images), host)
+        gx, gy, sigma2, delta, gamma = (torch.as_tensor(v, dtype=torch.float32, device=images.device).reshape(-1)
+                                        .expand(len(images)) for v in window.values())
         f_y, f_x = self.filters(gx, gy, sigma2, delta, images.shape[1], images.shape[2])
         glimpse = torch.einsum("bnh,bhwc,bmw->bnmc", f_y, images, f_x)          # F_Y x F_Xᵀ per channel
         return gamma[:, None, None, None] * glimpse                             # (B, N, N, C)
 
     def forward(self, images, h):
-        images = torch.as_tensor(images, dtype=torch.float32)
-        if images.dim() != 4:
-            raise ShapeError(f"images must be (B, H, W, C); got {tuple(images.shape)}")
-        h = torch.as_tensor(h, dtype=torch.float32)
+        images = _pixels(images)
+        h = inputs.floats(h, "h", images.device)
         if tuple(h.shape) != (images.shape[0], self.hidden):
             raise ShapeError(f"h must be (B, hidden) = ({images.shape[0]}, {self.hidden}), one state per image; "
                              f"got {tuple(h.shape)}")

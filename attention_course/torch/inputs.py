@@ -44,8 +44,9 @@ def floats(x, name: str, device=None) -> torch.Tensor:
     return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
 
 
-def bool_mask(m, name: str = "mask", device=None):
-    """A bool mask from bool or 0/1 values (one reduction checks the values); None stays None."""
+def bool_mask(m, name: str = "mask", device=None, rule: str = validate.MASK_RULE):
+    """A bool mask from bool or 0/1 values (one reduction checks the values); None stays None. ``rule`` says what
+    the mask means, in the error."""
     if m is None:
         return None
     m = tensor(m, name, device)
@@ -53,8 +54,23 @@ def bool_mask(m, name: str = "mask", device=None):
     if m.dtype == torch.bool:
         return m
     if not ((m == 0) | (m == 1)).all():
-        raise validate.bad_mask(name, np.unique(m[(m != 0) & (m != 1)].double().cpu().numpy())[:4])
+        raise validate.bad_mask(name, np.unique(m[(m != 0) & (m != 1)].double().cpu().numpy())[:4], rule)
     return m != 0
+
+
+def source_mask(m, src, name: str = "src_mask"):
+    """The mask (B, S) of right-padded sources ``src`` (B, S), for an encoder that packs the first ``length``
+    positions of each row: bool or 0/1, the shape of ``src``, at least one row, and right-padded with at least one
+    real token per row. Returns the bool mask on src's device and the lengths (B,) on the CPU (one copy of the
+    mask to the host checks it and gives the lengths that packing needs there anyway)."""
+    if m is None:
+        raise validate.missing_mask(name)
+    m = bool_mask(m, name, src.device)
+    validate.same_shape(name, validate.shape_of(m), validate.shape_of(src), "src")
+    validate.some_rows("src", validate.shape_of(src))
+    host = m.cpu()
+    validate.right_padded(name, host.numpy())
+    return m, host.sum(1)
 
 
 def ids(x, name: str, embed, ndim: int = 2, length: int | None = None) -> torch.Tensor:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -30,11 +29,15 @@ class OneStepAttention(nn.Module):
 
     def __init__(self, d_state: int, d_enc: int, units: int = 10):
         super().__init__()
-        self.densor1 = nn.Linear(d_enc + d_state, units)
-        self.densor2 = nn.Linear(units, 1)
+        self.d_state, self.d_enc, self.units = validate.sizes(d_state=d_state, d_enc=d_enc, units=units)
+        self.densor1 = nn.Linear(self.d_enc + self.d_state, self.units)
+        self.densor2 = nn.Linear(self.units, 1)
 
     def forward(self, a, s_prev, mask=None):
         # a (B, S, 2H) encoder states, s_prev (B, H), mask (B, S)
+        a = inputs.floats(a, "a", inputs.device_of(self))
+        s_prev, mask = inputs.floats(s_prev, "s_prev", a.device), inputs.bool_mask(mask, "mask", a.device)
+        validate.query_and_memory("OneStepAttention", s_prev, self.d_state, a, self.d_enc, mask)
         s = s_prev[:, None, :].expand(-1, a.shape[1], -1)           # repeator: (B, S, H)
         concat = torch.cat([a, s], dim=-1)                          # concatenator: (B, S, 2H + H)
         energies = self.densor2(torch.tanh(self.densor1(concat)))   # (B, S, 1)
@@ -61,8 +64,9 @@ class SeedTranslator(nn.Module):
 
     def forward(self, src, src_mask, tgt_in, return_weights: bool = False):
         src, tgt_in = inputs.ids(src, "src", self.src_embed), inputs.ids(tgt_in, "tgt_in", self.tgt_embed)
-        mask = inputs.bool_mask(src_mask, "src_mask", src.device)
-        a = _encode(self.encoder, self.src_embed(src), mask)[0]     # (B, S, 2n_a)
+        mask, lengths = inputs.source_mask(src_mask, src)
+        validate.same_batch(src=validate.shape_of(src), tgt_in=validate.shape_of(tgt_in))
+        a = _encode(self.encoder, self.src_embed(src), lengths)[0]  # (B, S, 2n_a)
         s = c = a.new_zeros(a.shape[0], self.n_s)                   # the slides' s0, c0
         y = self.tgt_embed(tgt_in)                                  # (B, T, E)
         logits, weights = [], []
@@ -76,9 +80,9 @@ class SeedTranslator(nn.Module):
         return (logits, torch.cat(weights, dim=1)) if return_weights else logits
 
 
-def _encode(rnn, x, mask):
-    """Run a bidirectional RNN over right-padded x (B, S, E): each direction reads only the real tokens."""
-    lengths = mask.sum(1).clamp(min=1).cpu()
+def _encode(rnn, x, lengths):
+    """Run a bidirectional RNN over right-padded x (B, S, E): each direction reads only the real tokens, the first
+    ``lengths`` (B,) (on the CPU) of each row."""
     packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
     states, last = rnn(packed)
     states, _ = nn.utils.rnn.pad_packed_sequence(states, batch_first=True, total_length=x.shape[1])
@@ -92,17 +96,23 @@ class Encoder(nn.Module):
 
     def __init__(self, vocab: int, embed: int, hidden: int):
         super().__init__()
+        vocab, embed, hidden = validate.sizes(vocab=vocab, embed=embed, hidden=hidden)
         self.embed = nn.Embedding(vocab, embed)
         self.rnn = nn.GRU(embed, hidden, batch_first=True, bidirectional=True)
         self.bridge = nn.Linear(2 * hidden, hidden)
 
     def forward(self, src, src_mask):
         src = inputs.ids(src, "src", self.embed)                     # (B, S) ids in [0, vocab)
-        mask = inputs.bool_mask(src_mask, "src_mask", src.device)
-        validate.same_shape("src_mask", validate.shape_of(mask), validate.shape_of(src), "src")
-        states, last = _encode(self.rnn, self.embed(src), mask)    # (B, S, 2H), (2, B, H)
+        mask, lengths = inputs.source_mask(src_mask, src)            # right-padded, every row a real token
+        states, last = _encode(self.rnn, self.embed(src), lengths)  # (B, S, 2H), (2, B, H)
         summary = torch.cat([last[0], last[1]], dim=-1)             # (B, 2H)
         return states, mask, summary, torch.tanh(self.bridge(summary))
+
+
+def _decoder_sizes(vocab, embed, hidden, units) -> tuple[int, int, int, int | None]:
+    """A decoder's sizes, checked: whole numbers >= 1 (``units``, the score's, may be None: ``hidden``)."""
+    vocab, embed, hidden = validate.sizes(vocab=vocab, embed=embed, hidden=hidden)
+    return vocab, embed, hidden, validate.optional_size("units", units)
 
 
 class PlainDecoder(nn.Module):
@@ -111,6 +121,7 @@ class PlainDecoder(nn.Module):
 
     def __init__(self, vocab: int, embed: int, hidden: int, units: int | None = None):
         super().__init__()
+        vocab, embed, hidden, units = _decoder_sizes(vocab, embed, hidden, units)
         self.embed = nn.Embedding(vocab, embed)
         self.rnn = nn.GRUCell(embed + 2 * hidden, hidden)
         self.readout = nn.Linear(hidden + 2 * hidden + embed, hidden)
@@ -137,6 +148,7 @@ class BahdanauDecoder(nn.Module):
 
     def __init__(self, vocab: int, embed: int, hidden: int, units: int | None = None):
         super().__init__()
+        vocab, embed, hidden, units = _decoder_sizes(vocab, embed, hidden, units)
         self.embed = nn.Embedding(vocab, embed)
         self.score = AdditiveScore(hidden, 2 * hidden, units or hidden)
         self.rnn = nn.GRUCell(embed + 2 * hidden, hidden)
@@ -164,6 +176,7 @@ class LuongDecoder(nn.Module):
 
     def __init__(self, vocab: int, embed: int, hidden: int, units: int | None = None):
         super().__init__()
+        vocab, embed, hidden, units = _decoder_sizes(vocab, embed, hidden, units)
         self.embed = nn.Embedding(vocab, embed)
         self.rnn = nn.GRUCell(embed + hidden, hidden)
         self.score = GeneralScore(hidden, 2 * hidden)
@@ -228,11 +241,13 @@ class Translator(nn.Module):
     @torch.no_grad()
     def step(self, tokens, state):
         state, memory = state
-        tokens = torch.as_tensor(np.asarray(tokens), dtype=torch.long, device=memory[0].device)
+        tokens = validate.step_tokens("tokens", tokens, memory[0].shape[0], self.decoder.embed.num_embeddings)
+        tokens = torch.as_tensor(tokens, dtype=torch.long, device=memory[0].device)
         logits, state, alpha = self.decoder(tokens, state, memory)
         log_probs = torch.log_softmax(logits, dim=-1).cpu().numpy()            # (N, V)
         return log_probs, (state, memory), None if alpha is None else alpha.cpu().numpy()
 
     def reorder(self, state, index):
-        index = torch.as_tensor(np.asarray(index), dtype=torch.long, device=state[1][0].device)
+        index = validate.row_index("index", index, state[1][0].shape[0])
+        index = torch.as_tensor(index, dtype=torch.long, device=state[1][0].device)
         return tuple(tuple(None if x is None else x.index_select(0, index) for x in part) for part in state)
