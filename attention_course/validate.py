@@ -309,6 +309,19 @@ def images(name: str, dtype, shape, multiple: int = 1, channels: int | None = No
                          f"them to float32 (divide 0-255 pixels by 255)")
 
 
+def captioner_inputs(name: str, dtype, shape, features: int | None) -> None:
+    """What a captioner reads: images (B, H, W, 3) with H and W multiples of 8, or, built with ``features``, grids of
+    annotation vectors (B, L, features) that a pretrained CNN computed; floats either way."""
+    shape = tuple(shape)
+    if features is None:
+        images(name, dtype, shape, multiple=8, channels=3)
+    elif len(shape) != 3 or shape[2] not in (None, features) or shape[1] == 0:
+        raise ShapeError(f"{name} must be (B, L, {features}): L annotation vectors of {features} features per image "
+                         f"(the model was built with features={features}); got {shape}")
+    else:
+        floating(name, dtype, shape)
+
+
 WINDOW_RULES = {"sigma2": (0.0, False, "the filters' variance: 0 divides by zero"),
                 "delta": (0.0, True, "the stride between filters"), "gamma": (0.0, True, "the intensity")}
 

@@ -189,6 +189,69 @@ def test_one_step_at_a_time_equals_teacher_forcing(fw, kind):
         np.testing.assert_allclose(a, to_numpy(alpha)[:, t], rtol=1e-4, atol=1e-6)
 
 
+# ---- the captioners on a pretrained CNN's grids (Captioner(features=D)) -------------------------------------------
+
+def grids(seed=0, b=3, locations=9, d=24):
+    """Annotation grids (B, L, D) as the feature cache stores them (float16)."""
+    return np.random.default_rng(seed).normal(size=(b, locations, d)).astype(np.float16)
+
+
+def feature_twins(kind, seed=0):
+    torch.manual_seed(seed)
+    tm = ac.torch.Captioner(20, kind, embed=8, hidden=16, dim=12, units=10, features=24).eval()
+    km = ac.keras.Captioner(20, kind, embed=8, hidden=16, dim=12, units=10, features=24)
+    torch_to_keras(tm, km, (grids()[:1], inputs()[1][:1]))
+    return tm, km
+
+
+@pytest.mark.parametrize("kind", ("soft", "hard"))
+def test_feature_captioners_agree_with_shared_weights(kind):
+    tm, km = feature_twins(kind)
+    assert isinstance(tm.encoder, torch.nn.Linear) and tm.features == km.features == 24
+    x, (_, tokens, _, expect) = grids(1), inputs(1)
+    noise = np.random.default_rng(1).gumbel(size=(3, 5, 9)).astype(np.float32)
+    got_t = [to_numpy(v) for v in tm(x, tokens, noise=noise, expect=expect)]
+    got_k = [np.asarray(v) for v in km(x, tokens, noise=noise, expect=expect)]
+    for a, b in zip(got_t, got_k, strict=True):
+        np.testing.assert_allclose(b, a, rtol=RTOL, atol=ATOL)
+    assert got_t[1].shape == (3, 5, 9)                               # α over the grid's L = 9 locations
+    np.testing.assert_allclose(got_t[1].sum(-1), 1, rtol=1e-5)
+    assert (kind == "hard") == bool(got_t[2].any())
+
+
+@pytest.mark.parametrize("kind", ("soft", "hard"))
+def test_feature_captioner_steps_equal_teacher_forcing(fw, kind):
+    torch.manual_seed(0)
+    model = fw.Captioner(20, kind, embed=8, hidden=16, dim=12, units=10, features=24)
+    if hasattr(model, "eval"):
+        model.eval()
+    x, tokens = grids(4), inputs(4)[1]
+    logits, alpha, _ = model(x, tokens, greedy=True)
+    state = model.start(x)
+    for t in range(tokens.shape[1]):
+        log_probs, state, a = model.step(tokens[:, t], state)
+        want = to_numpy(logits)[:, t]
+        np.testing.assert_allclose(log_probs, want - np.log(np.exp(want).sum(-1, keepdims=True)), rtol=1e-4,
+                                   atol=1e-5)
+        np.testing.assert_allclose(a, to_numpy(alpha)[:, t], rtol=1e-4, atol=1e-6)
+
+
+def test_feature_captioner_names_the_shapes(fw):
+    model = fw.Captioner(20, "hard", embed=8, hidden=16, dim=12, units=10, features=24)
+    images, tokens, _, _ = inputs()
+    with pytest.raises(ShapeError, match=r"images must be \(B, L, 24\).*features=24.*\(3, 48, 48, 3\)"):
+        model(images, tokens)
+    with pytest.raises(ShapeError, match=r"images must be \(B, L, 24\).*\(3, 9, 20\)"):
+        model.start(grids(d=20))
+    with pytest.raises(ShapeError, match=r"noise must be \(B, T, L\) = \(3, 5, 9\).*\(3, 5, 36\)"):
+        model(grids(), tokens, noise=inputs()[2])
+    with pytest.raises(ShapeError, match=r"images must be \(B, L, 24\).*\(4, 48, 48, 3\)"):
+        fw.train_captioner(model, images[:1].repeat(4, 0), tokens[:1].repeat(4, 0), tokens[:1].repeat(4, 0),
+                           epochs=1)
+    with pytest.raises(ConfigError, match="features must be"):
+        fw.Captioner(20, "soft", features=0)
+
+
 def test_captions_and_attention_correctness_agree_across_frameworks():
     data = c6.corpus(SMALL, seed=0)
     torch.manual_seed(0)

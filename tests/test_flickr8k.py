@@ -478,3 +478,64 @@ def test_available_with_data_needs_the_weights(cache, monkeypatch):
     weights.write_bytes(b"cached")
     ok, why = c6.flickr8k_available("keras")
     assert ok and str(cache / "flickr8k") in why and str(weights) in why
+
+
+# ---- captioners on the feature grids, end to end -----------------------------------------------------------------
+
+TINY = {"n_train": None, "n_test": None, "image_size": 64, "min_count": 5, "max_words": 6, "embed": 8, "hidden": 16,
+        "dim": 12, "units": 10, "epochs": 1, "batch_size": 4, "lr": 3e-3}
+
+
+def test_flickr8k_corpus_pairs_every_caption_with_its_grid(folder, cache):
+    pytest.importorskip("keras")
+    model = imf.backbone("keras", weights=None, size=64)          # ResNet-50, random weights: nothing downloaded
+    corpus = c6.flickr8k_corpus("keras", TINY, root=folder, counts=SMALL, model=model, name="resnet50-random")
+    assert corpus.features == 2048 and corpus.grid == (2, 2)      # 64 pixels: a 2 × 2 grid of 2,048 features
+    assert corpus.train.features.shape == (3, 4, 2048) and corpus.test.features.shape == (2, 4, 2048)
+    assert len(corpus.train) == 15 and corpus.train.images.shape == (15, 4, 2048)   # 5 captions per photograph
+    np.testing.assert_array_equal(corpus.train.images[[5, 14]], corpus.train.features[[1, 2]])
+    assert corpus.train_in.shape == (15, 7) and corpus.test_in.shape == (2, 7)   # BOS + at most 6 words
+    assert corpus.test.references[1] == [" ".join(c) for c in _captions_tokens("3001_g.jpg")]       # uncut
+    assert {"dog", "walk", "b"} <= set(corpus.vocab.tokens)       # 6, 9 and 5 times in the training captions
+    assert "sea" not in corpus.vocab                               # the 7th word: cut
+    assert [p.name for p in corpus.test.paths] == SPLIT_IMAGES["test"]
+    again = c6.flickr8k_corpus("keras", {**TINY, "min_count": 6}, root=folder, counts=SMALL, model=object(),
+                               name="resnet50-random")            # the grids come from the cache: no model runs
+    np.testing.assert_array_equal(again.train.features, corpus.train.features)
+    assert "dog" in again.vocab and "b" not in again.vocab         # seen 5 times, under min_count 6: UNK
+
+
+def _captions_tokens(image: str) -> list[list[str]]:
+    from attention_course.text import tokenize
+
+    return [[t for t in tokenize(c) if t[0].isalnum()] for c in _captions(image)]
+
+
+@pytest.mark.parametrize("framework", ["pytorch", "keras"])
+def test_train_and_caption_flickr8k_end_to_end(folder, cache, framework):
+    """load → grids (the Keras ResNet-50 with random weights; PyTorch reads them too: torchvision is not needed) →
+    one epoch of soft and hard attention (Keras: hard only, whose graph takes 10 s to trace here) → greedy and beam
+    captions → BLEU against the 5 references."""
+    pytest.importorskip("keras")
+    import attention_course as ac
+
+    fw = ac.torch if framework == "pytorch" else ac.keras
+    model = imf.backbone("keras", weights=None, size=64)
+    corpus = c6.flickr8k_corpus("keras", TINY, root=folder, counts=SMALL, model=model, name="resnet50-random")
+    for name in ("soft, λ = 1", "hard") if framework == "pytorch" else ("hard",):
+        spec = c6.MODELS[name]
+        captioner = c6.build(fw, corpus, TINY, seed=0, **spec)
+        assert captioner.features == 2048
+        history = c6.train(fw, captioner, corpus, TINY, seed=0, **spec)
+        assert len(history) == 1 and np.isfinite(history.last("loss"))
+        for beam in (1, 2):
+            captions, maps = c6.caption(captioner, corpus, beam=beam)
+            assert len(captions) == 2 and all(isinstance(c, str) for c in captions)
+            assert all(m.shape[1:] == (2, 2) and np.allclose(m.sum((1, 2)), 1, atol=1e-4) for m in maps)
+            scores = c6.bleu_scores(captions, corpus.test)
+            assert list(scores) == ["BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4"]
+            assert all(0 <= s <= 100 for s in scores.values())
+        alpha = c6.teacher_forced_attention(fw, captioner, corpus)
+        assert alpha.shape == (2, corpus.test_in.shape[1], 2, 2)
+    # the references are scored as they should be: a reference itself scores 100
+    assert c6.bleu_scores([refs[0] for refs in corpus.test.references], corpus.test)["BLEU-4"] == pytest.approx(100)

@@ -27,8 +27,8 @@ from tools import full_run  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = full_run.arguments(__doc__, chapter6.SIZES, list(chapter6.MODELS), ROOT / "book/06-image-captioning/results",
-                              argv)
+    scenes = {k: v for k, v in chapter6.SIZES.items() if k != "flickr8k"}    # the digit scenes' sizes only
+    args = full_run.arguments(__doc__, scenes, list(chapter6.MODELS), ROOT / "book/06-image-captioning/results", argv)
 
     import attention_course as ac
 

@@ -9,7 +9,11 @@ framework's module (``ac.torch`` or ``ac.keras``) as an argument.
 from __future__ import annotations
 
 import contextlib
+import math
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -17,6 +21,7 @@ import numpy as np
 
 from .. import captioning_metrics as cm
 from .. import decode, session
+from ..data import flickr8k as f8k
 from ..data.scenes import DIGIT_WORDS, Scenes, digit_scenes
 from ..errors import ConfigError
 from ..text import BOS, EOS, PAD, Vocab, pad_batch
@@ -24,7 +29,7 @@ from .chapter5 import hardware, parameters
 
 __all__ = ["SIZES", "MODELS", "CaptionData", "corpus", "build", "train", "caption", "bleu_scores",
            "teacher_forced_attention", "correctness", "ESTIMATORS", "attention_gradients", "relative_variance",
-           "parameters", "hardware", "flickr8k_available"]
+           "parameters", "hardware", "flickr8k_available", "FeatureSplit", "FeatureData", "flickr8k_corpus"]
 
 #: Sizes of each run: scenes, model, training.
 SIZES: dict[str, dict[str, Any]] = {
@@ -34,6 +39,17 @@ SIZES: dict[str, dict[str, Any]] = {
             "epochs": 15, "batch_size": 64, "lr": 2e-3},
     "full": {"n_train": 30000, "n_test": 2000, "canvas": 48, "embed": 128, "hidden": 512, "dim": 128, "units": 256,
              "epochs": 30, "batch_size": 128, "lr": 1e-3},
+    # Flickr8k (flickr8k_corpus), the paper's setting with a ResNet-50: 7 × 7 × 2,048 grids of 224-pixel photographs
+    # (Xu et al.: VGG's 14 × 14 × 512), all 6,000 training photographs with their 5 captions (30,000 pairs, as the
+    # paper trains) and the 1,000 test ones, each scored against its 5 references (BLEU-4 in the paper's Table 1:
+    # soft 19.5, hard 21.3). Words seen at least 5 times in the training captions (rarer ones read UNK), training
+    # captions cut at 30 words (every step of every batch costs; the references stay whole). The annotations are
+    # projected to 512, the paper's D. Adam (the paper used RMSProp on Flickr8k), no dropout, no early stopping on
+    # BLEU: 12 epochs, an estimate (not measured) of a few minutes per captioner on one GPU, so that the features
+    # (computed once for 7,000 JPEGs, then cached) and the chapter's captioners fit in a session of about an hour.
+    # n_train / n_test: the first photographs of each split (None: all of them).
+    "flickr8k": {"n_train": None, "n_test": None, "image_size": 224, "min_count": 5, "max_words": 30, "embed": 256,
+                 "hidden": 512, "dim": 512, "units": 512, "epochs": 12, "batch_size": 64, "lr": 1e-3},
 }
 #: The chapter's captioners: name → ``Captioner`` arguments and the training's regularisers.
 MODELS: dict[str, dict[str, Any]] = {
@@ -64,10 +80,19 @@ class CaptionData:
         """(gh, gw): the attention grid of the encoder (one cell per 8 × 8 pixels)."""
         return self.train.images.shape[1] // 8, self.train.images.shape[2] // 8
 
+    @property
+    def features(self) -> None:
+        """The captioner reads images, not a pretrained CNN's grids (see :class:`FeatureData`)."""
+        return None
+
+
+def _in_out(ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Captions as ids → (BOS + caption, caption + EOS), each padded (n, T)."""
+    return pad_batch([[BOS, *x] for x in ids]).ids, pad_batch([[*x, EOS] for x in ids]).ids
+
 
 def _ids(scenes: Scenes, vocab: Vocab) -> tuple[np.ndarray, np.ndarray]:
-    ids = [vocab.encode(c.split()) for c in scenes.captions]
-    return pad_batch([[BOS, *x] for x in ids]).ids, pad_batch([[*x, EOS] for x in ids]).ids
+    return _in_out([vocab.encode(c.split()) for c in scenes.captions])
 
 
 def corpus(sizes: dict[str, Any], seed: int = 0) -> CaptionData:
@@ -82,16 +107,111 @@ def corpus(sizes: dict[str, Any], seed: int = 0) -> CaptionData:
     return CaptionData(train, test, vocab, pad(tr_in), pad(tr_out), pad(te_in), pad(te_out))
 
 
-def build(fw: ModuleType, data: CaptionData, sizes: dict[str, Any], *, attention: str, gate: bool = True,
+class _Rows:
+    """An array read row by row through an index: ``rows[i]`` is ``array[index[i]]``, gathered when indexed (the
+    grids of 30,000 caption pairs without copying each photograph's grid 5 times)."""
+
+    def __init__(self, array: np.ndarray, index: np.ndarray):
+        self.array, self.index = array, index
+        self.shape, self.dtype = (len(index), *array.shape[1:]), array.dtype
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __getitem__(self, rows) -> np.ndarray:
+        return np.asarray(self.array[self.index[rows]])
+
+
+@dataclass
+class FeatureSplit:
+    """Photographs as a pretrained CNN sees them: ``features`` (n, L, D) grids (float16, memory-mapped from the
+    cache), ``paths`` their JPEGs, ``references`` the 5 captions of each (strings, for BLEU). ``photo`` (m,): the
+    photograph of each example (the training split has one per caption); ``images`` (m, L, D) reads the examples'
+    grids, what a captioner built with ``features`` reads (the name the scenes use)."""
+
+    features: np.ndarray
+    paths: list[Path]
+    references: list[list[str]]
+    photo: np.ndarray
+
+    @property
+    def images(self) -> _Rows:
+        return _Rows(self.features, self.photo)
+
+    def __len__(self) -> int:
+        return len(self.photo)
+
+
+@dataclass
+class FeatureData:
+    """Flickr8k for one framework (:func:`flickr8k_corpus`), laid out as :class:`CaptionData`: ``train_in`` (m, T) =
+    BOS + caption, ``train_out`` = caption + EOS for every training caption (row 5i + k: caption k of photograph i);
+    ``test_in``/``test_out`` (n, T) the first caption of each test photograph (for teacher-forced attention)."""
+
+    train: FeatureSplit
+    test: FeatureSplit
+    vocab: Vocab
+    train_in: np.ndarray
+    train_out: np.ndarray
+    test_in: np.ndarray
+    test_out: np.ndarray
+
+    @property
+    def features(self) -> int:
+        """D, the size of an annotation vector of the CNN (2,048 for ResNet-50)."""
+        return self.train.features.shape[2]
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        """(gh, gw): the CNN's square grid (7 × 7 at 224 pixels), from L; (1, L) if L is not a square."""
+        L = self.train.features.shape[1]
+        side = math.isqrt(L)
+        return (side, side) if side * side == L else (1, L)
+
+
+def flickr8k_corpus(fw: ModuleType | str, sizes: dict[str, Any], *, root: str | os.PathLike[str] | None = None,
+                    counts: Mapping[str, int] | None = f8k.COUNTS, model: Any = None, name: str | None = None
+                    ) -> FeatureData:
+    """Flickr8k as framework ``fw``'s captioner reads it: ResNet-50 grids of the training and test photographs
+    (computed once at ``sizes["image_size"]`` pixels, then read from the cache:
+    :func:`~attention_course.data.image_features.image_features`), every training caption paired with its
+    photograph, cut to ``sizes["max_words"]`` words, the vocabulary of training words seen at least
+    ``sizes["min_count"]`` times, and the 5 uncut references of each test photograph. ``sizes["n_train"]`` /
+    ``["n_test"]``: the first photographs of each split (None: all). ``root``, ``counts``: as
+    :func:`~attention_course.data.load_flickr8k`; ``model``, ``name``: another network for the grids (as
+    ``image_features`` takes them; the tests use a random one)."""
+    from ..data import image_features as imf
+
+    splits = {}
+    for split in ("train", "test"):
+        part = f8k.load_flickr8k(split, root=root, counts=counts)
+        n = len(part) if sizes.get(f"n_{split}") is None else min(sizes[f"n_{split}"], len(part))
+        grids = imf.image_features(part.images[:n], fw, model=model, name=name or imf.NAME, size=sizes["image_size"])
+        splits[split] = (part.images[:n], part.captions[:n], grids)             # grids (n, L, D)
+    words = [c[:sizes["max_words"]] for caps in splits["train"][1] for c in caps]  # 5 per photograph
+    vocab = Vocab.build(words, min_freq=sizes["min_count"])
+    firsts = [caps[0][:sizes["max_words"]] for caps in splits["test"][1]]
+    (tr_in, tr_out), (te_in, te_out) = (_in_out([vocab.encode(w) for w in ws]) for ws in (words, firsts))
+    width = max(tr_in.shape[1], te_in.shape[1])
+    pad = lambda a: np.pad(a, ((0, 0), (0, width - a.shape[1])))
+    data = []
+    for split, per in (("train", f8k.PER_IMAGE), ("test", 1)):
+        paths, caps, grids = splits[split]
+        data.append(FeatureSplit(grids, paths, [[" ".join(c) for c in cs] for cs in caps],
+                                 np.repeat(np.arange(len(paths)), per)))
+    return FeatureData(data[0], data[1], vocab, pad(tr_in), pad(tr_out), pad(te_in), pad(te_out))
+
+
+def build(fw: ModuleType, data: CaptionData | FeatureData, sizes: dict[str, Any], *, attention: str, gate: bool = True,
           seed: int = 0, **_):
     """A ``Captioner`` of framework ``fw`` (``ac.torch`` or ``ac.keras``), seeded. Extra keys (a ``MODELS``
     entry's regularisers) are ignored, so ``build(fw, data, sizes, **MODELS[name])`` works."""
     session.seed_everything(seed)
     return fw.Captioner(len(data.vocab), attention, gate=gate, embed=sizes["embed"], hidden=sizes["hidden"],
-                        dim=sizes["dim"], units=sizes["units"])
+                        dim=sizes["dim"], units=sizes["units"], features=data.features)
 
 
-def train(fw: ModuleType, model, data: CaptionData, sizes: dict[str, Any], *, seed: int = 0,
+def train(fw: ModuleType, model, data: CaptionData | FeatureData, sizes: dict[str, Any], *, seed: int = 0,
           doubly_stochastic: float = 0.0, entropy: float = 0.0, desc: str | None = None, **_):
     """Teacher forcing on the training scenes (``fw.train_captioner``); returns the history."""
     return fw.train_captioner(model, data.train.images, data.train_in, data.train_out, epochs=sizes["epochs"],
@@ -103,7 +223,7 @@ class _ImageSearch:
     """What ``decode``'s searches need, for images: their ``src`` (B, L) holds each image's index at its L
     locations (the mask is all True), so the attention they return is (N, L)."""
 
-    def __init__(self, model, images: np.ndarray):
+    def __init__(self, model, images: np.ndarray | _Rows):
         self.model, self.images = model, images
 
     def start(self, src, src_mask):
@@ -116,16 +236,16 @@ class _ImageSearch:
         return self.model.reorder(state, index)
 
 
-def caption(model, data: CaptionData, images: np.ndarray | None = None, *, beam: int = 1, batch_size: int = 250
-            ) -> tuple[list[str], list[np.ndarray]]:
-    """Captions of ``images`` (the test scenes by default) by greedy (``beam=1``) or beam search, and the
+def caption(model, data: CaptionData | FeatureData, images: np.ndarray | None = None, *, beam: int = 1,
+            batch_size: int = 250) -> tuple[list[str], list[np.ndarray]]:
+    """Captions of ``images`` (the test scenes or photographs by default) by greedy (``beam=1``) or beam search, and the
     attention of each generated word, the end token included: (len(words) + 1, gh, gw)."""
-    images = data.test.images if images is None else images
+    inputs = data.test.images if images is None else images
     grid, max_len = data.grid, data.test_out.shape[1]
-    search = _ImageSearch(model, images)
+    search = _ImageSearch(model, inputs)
     captions, maps = [], []
-    for i in range(0, len(images), batch_size):
-        index = np.arange(i, min(i + batch_size, len(images)))
+    for i in range(0, len(inputs), batch_size):
+        index = np.arange(i, min(i + batch_size, len(inputs)))
         src = np.repeat(index[:, None], grid[0] * grid[1], 1)
         mask = np.ones_like(src, dtype=bool)
         found = (decode.greedy_search(search, src, mask, max_len=max_len) if beam == 1 else
@@ -135,12 +255,14 @@ def caption(model, data: CaptionData, images: np.ndarray | None = None, *, beam:
     return captions, maps
 
 
-def bleu_scores(captions: list[str], scenes: Scenes) -> dict[str, float]:
-    """BLEU-1 … BLEU-4 (sacreBLEU) of ``captions`` against every caption the grammar allows for each scene."""
+def bleu_scores(captions: list[str], scenes: Scenes | FeatureSplit) -> dict[str, float]:
+    """BLEU-1 … BLEU-4 (sacreBLEU) of ``captions`` against every caption the grammar allows for each scene (every
+    reference caption of each photograph: Flickr8k's 5)."""
     return {f"BLEU-{n}": cm.caption_bleu(captions, scenes.references, n) for n in (1, 2, 3, 4)}
 
 
-def teacher_forced_attention(fw: ModuleType, model, data: CaptionData, batch_size: int = 250) -> np.ndarray:
+def teacher_forced_attention(fw: ModuleType, model, data: CaptionData | FeatureData, batch_size: int = 250
+                             ) -> np.ndarray:
     """The attention of every word of the reference test captions (the model reads the true previous words):
     (n, T, gh, gw), the step that emits word t at [:, t]. Hard attention gives its distribution α, not a sample."""
     is_torch = fw.__name__.endswith(".torch")

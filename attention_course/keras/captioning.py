@@ -2,8 +2,8 @@
 
 Every class mirrors its twin in ``attention_course.torch.captioning``: same name, constructor arguments, sub-layer
 names and call signature, so ``attention_course.parity.torch_to_keras`` copies weights across.
-Shapes: B batch, H × W pixels (channels last, as the data), L = (H/8)·(W/8) grid locations, D annotation size,
-T caption steps, E embedding, N decoder state.
+Shapes: B batch, H × W pixels (channels last, as the data), L = (H/8)·(W/8) grid locations (or the L of a
+pretrained CNN's grid), D annotation size, T caption steps, E embedding, N decoder state.
 """
 
 from __future__ import annotations
@@ -28,10 +28,11 @@ from .translation import embedding
 __all__ = ["SceneEncoder", "VisualAttention", "Captioner", "train_captioner"]
 
 
-def _images(images):
-    """(B, H, W, 3) floats with H and W multiples of 8, as a float32 tensor."""
+def _images(images, features: int | None = None):
+    """(B, H, W, 3) floats with H and W multiples of 8, or with ``features`` annotation grids (B, L, features), as a
+    float32 tensor."""
     images = inputs.tensor(images, "images")
-    validate.images("images", inputs.dtype_name(images), validate.shape_of(images), multiple=8, channels=3)
+    validate.captioner_inputs("images", inputs.dtype_name(images), validate.shape_of(images), features)
     return ops.cast(images, "float32")
 
 
@@ -100,18 +101,24 @@ class Captioner(Model):
     probability of each sampled location (zeros unless "hard"). ``noise`` (B, T, L): Gumbel noise for the
     samples (argmax(log α + noise) is a draw from α); ``expect`` (B,) bool: those captions use the expectation
     Σ α a instead of a sample (the paper does so for half of them).
+
+    ``features``: the model reads annotation vectors a pretrained CNN computed, grids (B, L, features) (ResNet-50's
+    7 × 7 × 2,048: ``attention_course.data.image_features``), instead of images; the encoder is then a projection
+    a_i = ReLU(W x_i + b) of each vector to ``dim``. Xu et al. use the CNN's vectors as they are (VGG's 14 × 14 × 512,
+    D = 512; D = 2,048 for a ResNet); the projection only keeps the decoder small.
     """
 
     def __init__(self, vocab: int, attention: str = "soft", gate: bool = True, embed: int = 64, hidden: int = 256,
-                 dim: int = 64, units: int = 128, **kwargs):
+                 dim: int = 64, units: int = 128, features: int | None = None, **kwargs):
         super().__init__(**kwargs)
         if attention not in CAPTION_ATTENTION:
             raise ConfigError(f"unknown attention {attention!r}: use one of {', '.join(CAPTION_ATTENTION)}")
         vocab, embed, hidden, dim, units = validate.sizes(vocab=vocab, embed=embed, hidden=hidden, dim=dim,
                                                           units=units)
         self.attention, self.gate = attention, bool(gate) and attention in ("soft", "hard")
+        self.features = validate.optional_size("features", features)
         context = 0 if attention == "none" else dim
-        self.encoder = SceneEncoder(dim)
+        self.encoder = SceneEncoder(dim) if self.features is None else layers.Dense(dim)
         self.init_h = layers.Dense(hidden)
         self.init_c = layers.Dense(hidden)
         self.embed = embedding(vocab, embed)
@@ -127,7 +134,10 @@ class Captioner(Model):
 
     def start(self, images):
         """Encode; the first state ((h_0, c_0), (annotations, keys))."""
-        a = self.encoder(images)                                     # (B, L, D)
+        if self.features is None:
+            a = self.encoder(images)                                 # (B, L, D)
+        else:                                                        # (B, L, features) → (B, L, D)
+            a = ops.relu(self.encoder(_images(images, self.features)))
         mean = ops.mean(a, 1)                                        # (B, D)
         keys = self.attend.keys(a) if self.attention in ("soft", "hard") else None
         return (ops.tanh(self.init_h(mean)), ops.tanh(self.init_c(mean))), (a, keys)
@@ -165,7 +175,7 @@ class Captioner(Model):
         return self.out(deep), (h, c), alpha, log_pi
 
     def call(self, images, tokens, noise=None, expect=None, greedy: bool = False):
-        images = _images(images)
+        images = _images(images, self.features)
         tokens = ops.cast(inputs.ids(tokens, "tokens", self.embed), "int32")     # (B, T) ids in [0, vocab)
         if None not in (tokens.shape[0], images.shape[0]) and tokens.shape[0] != images.shape[0]:
             raise ShapeError(f"tokens must be (B, T) = ({images.shape[0]}, T) ids, one row per image; got "
@@ -208,6 +218,7 @@ def train_captioner(model: Captioner, images, tokens_in, tokens_out, *, epochs: 
                     lr: float = 1e-3, doubly_stochastic: float = 0.0, entropy: float = 0.0, expect_share: float = 0.5,
                     clip_norm: float = 5.0, seed: int = 0, desc: str | None = None) -> History:
     """Train a :class:`Captioner` with Adam on the cross-entropy of every caption word (padding left out).
+    ``images``: what the model reads, (n, H, W, 3) images or (n, L, features) annotation grids.
 
     ``doubly_stochastic`` = λ adds λ Σ_i (1 − Σ_t α_ti)² per caption (Xu et al.'s eq. 14: every location gets
     about one unit of attention over the caption). ``"hard"`` attention adds the REINFORCE term of Xu et al.'s
@@ -218,7 +229,7 @@ def train_captioner(model: Captioner, images, tokens_in, tokens_out, *, epochs: 
     Returns the per-epoch history: loss (cross-entropy per word), accuracy (teacher-forced, per word).
     """
     n = validate.examples((images, tokens_in), tokens_out)
-    validate.images("images", inputs.dtype_name(images), validate.shape_of(images), multiple=8, channels=3)
+    validate.captioner_inputs("images", inputs.dtype_name(images), validate.shape_of(images), model.features)
     validate.captions(tokens_in, tokens_out, model.embed.input_dim, PAD)
     epochs, batch_size = validate.sizes(epochs=epochs, batch_size=batch_size)
     for name, value in (("lr", lr), ("clip_norm", clip_norm)):
@@ -283,5 +294,5 @@ def train_captioner(model: Captioner, images, tokens_in, tokens_out, *, epochs: 
 
 
 def _locations(images) -> int:
-    """L, the number of grid locations of these images."""
-    return (images.shape[1] // 8) * (images.shape[2] // 8)
+    """L, the number of grid locations of these images (B, H, W, 3) or annotation grids (B, L, D)."""
+    return images.shape[1] if len(images.shape) == 3 else (images.shape[1] // 8) * (images.shape[2] // 8)
