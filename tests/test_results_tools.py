@@ -3,6 +3,7 @@ framework a run enables, and the merging of results files written by runs in par
 
 import json
 
+import numpy as np
 import pytest
 
 from attention_course import frameworks
@@ -175,3 +176,37 @@ def test_the_committed_chapter9_results_hold_what_the_chapter_reads():
                                  "Chapter 3: attention"]
     assert (table["seeds"] == 5).all()
     assert min(result["history"]["val_loss"]) < result["unigram"]["loss"] and result["fill_in"]
+
+
+def test_merge_names_every_machine_and_day(tmp_path):
+    a, b = _results(tmp_path / "a.json", "cpu", ["Bahdanau"]), _results(tmp_path / "b.json", "cpu", ["Luong"])
+    for path, hardware, date in ((a, "AMD EPYC, 2 cores", "2026-11-23"), (b, "Intel Xeon, 2 cores", "2026-11-24")):
+        path.write_text(json.dumps({**json.loads(path.read_text()), "hardware": hardware, "date": date}))
+    merged = full_run.merge([a, b])
+    assert merged["hardware"] == "AMD EPYC, 2 cores ; Intel Xeon, 2 cores"
+    assert merged["date"] == "2026-11-23 ; 2026-11-24"
+    assert full_run.merge([a, a])["hardware"] == "AMD EPYC, 2 cores"           # one machine: said once
+
+
+def test_chapter5_tables_give_mean_and_spread_over_seeds():
+    def by_length(bleu):
+        return [{"bucket": "1-3", "n": 5, "bleu": bleu}, {"bucket": "12+", "n": 2, "bleu": bleu / 2}]
+
+    def run(model, seed, bleu):
+        r = _run(model, seed, bleu)
+        r["beam1"]["by_length"], r["beam5"]["by_length"] = by_length(bleu - 1), by_length(bleu)
+        return r
+
+    torch_runs = {"framework": "pytorch", "runs": [run("Bahdanau", 0, 20.0), run("Bahdanau", 1, 22.0),
+                                                    run("no attention", 0, 10.0), run("no attention", 1, 10.0)]}
+    keras_runs = {"framework": "keras", "runs": [run("no attention", 0, 11.0)]}
+    table = chapter5.results_table(torch_runs, keras_runs)
+    assert list(table.index) == [("keras", "no attention"), ("pytorch", "no attention"), ("pytorch", "Bahdanau")]
+    row = table.loc[("pytorch", "Bahdanau")]
+    assert row["seeds"] == 2 and row["BLEU beam 5"] == 21.0 and row["sd beam 5"] == pytest.approx(2 ** 0.5)
+    assert row["BLEU greedy"] == 20.0 and row["chrF beam 5"] == 42.0 and row["s / epoch"] == 2.0
+    assert np.isnan(table.loc[("keras", "no attention"), "sd beam 5"])           # one seed: no spread
+    lengths = chapter5.length_table(torch_runs, keras_runs)
+    bahdanau = lengths[(lengths.framework == "pytorch") & (lengths.model == "Bahdanau")].set_index("bucket")
+    assert bahdanau.loc["1-3", "bleu"] == 20.0 and bahdanau.loc["12+", "bleu"] == 10.0   # greedy, mean of seeds
+    assert list(bahdanau["lo"]) == [1, 12] and set(bahdanau["seeds"]) == {2}

@@ -22,7 +22,8 @@ from ..data.translation import ParallelArrays, SubwordTokenizer, encode_pairs, t
 from ..text import BOS, EOS, PAD, Vocab
 
 __all__ = ["SIZES", "MODELS", "LENGTH_EDGES", "Corpus", "corpus", "build", "train", "translate", "evaluate",
-           "parameters", "coverage_report", "AlignmentTask", "alignment_task", "alignment_report", "hardware"]
+           "parameters", "coverage_report", "AlignmentTask", "alignment_task", "alignment_report", "hardware",
+           "results_table", "length_table"]
 
 #: Sizes of each run: data, vocabularies, model, training.
 SIZES: dict[str, dict[str, Any]] = {
@@ -192,6 +193,36 @@ def alignment_report(weights: np.ndarray, task: AlignmentTask) -> dict[str, floa
             "AER, one step later": tm.alignment_error_rate([tm.shifted(p, 1) for p in predicted], gold),
             "AER of the diagonal": tm.alignment_error_rate(diagonal, gold),
             "entropy": tm.attention_entropy(rows)}
+
+
+def results_table(*results: dict[str, Any]):
+    """The results files of ``tools/chapter5_full.py`` (one per framework) as one table: for each framework and
+    model, the number of seeds, the mean and standard deviation over seeds of test BLEU (greedy and beam 5), the mean
+    chrF (beam 5), the parameters and the mean training seconds per epoch."""
+    import pandas as pd
+
+    rows = [{"framework": f["framework"], "model": r["model"], "seed": r["seed"], "greedy": r["beam1"]["bleu"],
+             "beam": r["beam5"]["bleu"], "chrf": r["beam5"]["chrf"], "parameters": r["parameters"],
+             "epoch_s": r["train_seconds"] / r["epochs"]} for f in results for r in f["runs"]]
+    runs = pd.DataFrame(rows)
+    order = {name: k for k, name in enumerate(MODELS)}
+    table = runs.groupby(["framework", "model"]).agg(
+        **{"seeds": ("seed", "count"), "BLEU greedy": ("greedy", "mean"), "sd greedy": ("greedy", "std"),
+           "BLEU beam 5": ("beam", "mean"), "sd beam 5": ("beam", "std"), "chrF beam 5": ("chrf", "mean"),
+           "parameters": ("parameters", "first"), "s / epoch": ("epoch_s", "mean")})
+    return table.sort_index(key=lambda idx: idx.map(order) if idx.name == "model" else idx)
+
+
+def length_table(*results: dict[str, Any], beam: int = 1):
+    """Greedy (``beam=1``) or beam-5 test BLEU in each source-length bucket, mean over seeds: one row per
+    framework, model and bucket, with ``lo`` the bucket's first length and ``seeds`` the runs averaged."""
+    import pandas as pd
+
+    rows = [{"framework": f["framework"], "model": r["model"], "bucket": b["bucket"], "bleu": b["bleu"], "n": b["n"]}
+            for f in results for r in f["runs"] for b in r[f"beam{beam}"]["by_length"]]
+    table = (pd.DataFrame(rows).groupby(["framework", "model", "bucket"], sort=False)
+             .agg(bleu=("bleu", "mean"), n=("n", "first"), seeds=("bleu", "count")).reset_index())
+    return table.assign(lo=table.bucket.str.extract(r"^(\d+)")[0].astype(int))
 
 
 def hardware() -> str:
