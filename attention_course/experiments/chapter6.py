@@ -91,6 +91,12 @@ def _in_out(ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     return pad_batch([[BOS, *x] for x in ids]).ids, pad_batch([[*x, EOS] for x in ids]).ids
 
 
+def _same_width(*ids: np.ndarray) -> list[np.ndarray]:
+    """Padded id arrays (n_i, T_i), padded on the right to the widest T (training and test captions alike)."""
+    width = max(a.shape[1] for a in ids)
+    return [np.pad(a, ((0, 0), (0, width - a.shape[1]))) for a in ids]
+
+
 def _ids(scenes: Scenes, vocab: Vocab) -> tuple[np.ndarray, np.ndarray]:
     return _in_out([vocab.encode(c.split()) for c in scenes.captions])
 
@@ -101,10 +107,7 @@ def corpus(sizes: dict[str, Any], seed: int = 0) -> CaptionData:
     train = digit_scenes(sizes["n_train"], split="train", canvas=sizes["canvas"], seed=seed)
     test = digit_scenes(sizes["n_test"], split="test", canvas=sizes["canvas"], seed=seed + 10_000)
     vocab = Vocab.build([c.split() for c in train.captions])
-    (tr_in, tr_out), (te_in, te_out) = _ids(train, vocab), _ids(test, vocab)
-    width = max(tr_in.shape[1], te_in.shape[1])
-    pad = lambda a: np.pad(a, ((0, 0), (0, width - a.shape[1])))
-    return CaptionData(train, test, vocab, pad(tr_in), pad(tr_out), pad(te_in), pad(te_out))
+    return CaptionData(train, test, vocab, *_same_width(*_ids(train, vocab), *_ids(test, vocab)))
 
 
 class _Rows:
@@ -191,15 +194,13 @@ def flickr8k_corpus(fw: ModuleType | str, sizes: dict[str, Any], *, root: str | 
     words = [c[:sizes["max_words"]] for caps in splits["train"][1] for c in caps]  # 5 per photograph
     vocab = Vocab.build(words, min_freq=sizes["min_count"])
     firsts = [caps[0][:sizes["max_words"]] for caps in splits["test"][1]]
-    (tr_in, tr_out), (te_in, te_out) = (_in_out([vocab.encode(w) for w in ws]) for ws in (words, firsts))
-    width = max(tr_in.shape[1], te_in.shape[1])
-    pad = lambda a: np.pad(a, ((0, 0), (0, width - a.shape[1])))
+    ids = _same_width(*_in_out([vocab.encode(w) for w in words]), *_in_out([vocab.encode(w) for w in firsts]))
     data = []
     for split, per in (("train", f8k.PER_IMAGE), ("test", 1)):
         paths, caps, grids = splits[split]
         data.append(FeatureSplit(grids, paths, [[" ".join(c) for c in cs] for cs in caps],
                                  np.repeat(np.arange(len(paths)), per)))
-    return FeatureData(data[0], data[1], vocab, pad(tr_in), pad(tr_out), pad(te_in), pad(te_out))
+    return FeatureData(data[0], data[1], vocab, *ids)
 
 
 def build(fw: ModuleType, data: CaptionData | FeatureData, sizes: dict[str, Any], *, attention: str, gate: bool = True,
