@@ -3,6 +3,7 @@
 
 An attention map is a distribution over a grid of gh × gw cells laid over the canvas; each cell's weight is spread
 evenly over its pixels, so the mass inside a box is Σ_cells α · (the share of the cell's pixels inside the box).
+DRAW's window is measured the same way, at the pixel level: ``draw_filterbank`` is its filterbank in NumPy.
 Framework-neutral: NumPy arrays in, floats out.
 """
 
@@ -16,7 +17,7 @@ import numpy as np
 
 from .errors import ConfigError, InputError, ShapeError
 
-__all__ = ["caption_bleu", "cell_overlap", "box_share", "attention_correctness"]
+__all__ = ["caption_bleu", "cell_overlap", "box_share", "attention_correctness", "draw_filterbank"]
 
 SUM_TOLERANCE = 1e-3                  # float32 softmax weights sum to 1 within about 1e-6
 Box = tuple[int, int, int, int]       # (top, left, bottom, right) in pixels, bottom and right exclusive
@@ -97,3 +98,12 @@ def attention_correctness(alpha: Any, box: Box, canvas: tuple[int, int]) -> floa
         raise InputError(f"alpha must be a distribution over the grid: weights >= 0 that sum to 1 (or all 0, no "
                          f"attention); got weights from {alpha.min():g} to {alpha.max():g} summing to {total:g}")
     return float((alpha * cell_overlap(box, canvas, alpha.shape)).sum())
+
+
+def draw_filterbank(g: float, sigma2: float, delta: float, n: int, size: int, normalise: bool = True) -> np.ndarray:
+    """DRAW's filters along one axis of ``size`` pixels (Gregor et al. 2015, eq. 25-26), as ``DrawRead.filters``
+    computes them: (n, size), filter i (i = 1 … n) exp(−(a − μ_i)² / 2σ²) centred at μ_i = g + (i − n/2 − 0.5) δ,
+    each divided by its sum when ``normalise`` (a filter that misses the axis entirely stays 0)."""
+    centres = g + (np.arange(1, n + 1) - n / 2 - 0.5) * delta                          # (n,)
+    f = np.exp(-(np.arange(size)[None, :] - centres[:, None]) ** 2 / (2 * sigma2))   # (n, size)
+    return f / (f.sum(-1, keepdims=True) + 1e-8) if normalise else f

@@ -8,6 +8,11 @@ z (B, D), alpha (B, L): e_i = v · tanh(h_prev W + a_i U), alpha = softmax over 
 ``correctness``: the attention correctness of one map. alpha (gh, gw) a distribution over a grid laid on a canvas
 (height, width), box (top, left, bottom, right) in pixels (bottom and right exclusive) → the share of the mass
 inside the box, each cell's weight spread evenly over its pixels.
+
+``draw_filters``: DRAW's filterbank for one window. gx, gy the centre in pixels, sigma2 the filters' variance,
+delta the stride, n the glimpse size, height and width the image's → (F_Y (n, height), F_X (n, width)): filter i
+(i = 1 … n) is a Gaussian over the pixel coordinates centred at μ_i = g + (i − n/2 − 0.5) δ, each row normalised to
+sum to 1.
 """
 
 from __future__ import annotations
@@ -16,11 +21,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..captioning_metrics import attention_correctness
+from ..captioning_metrics import attention_correctness, draw_filterbank
 from ._run import ExerciseError, call, start
 from .attention import _close, _diagnose, _pass
 
-__all__ = ["visual_attention", "correctness"]
+__all__ = ["visual_attention", "correctness", "draw_filters"]
 
 
 def _softmax(e, axis=-1):
@@ -102,3 +107,38 @@ def correctness(fn: Callable, *, trials: int = 20, seed: int | None = None) -> N
             raise ExerciseError(f"for box {box} on a {canvas} canvas and a {gh}×{gw} grid the share is {want:.4f}; "
                                 f"got {value:.4f}. {hint}")
     _pass("attention correctness", trials)
+
+
+def draw_filters(fn: Callable, *, trials: int = 20, seed: int | None = None) -> None:
+    """Check ``fn(gx, gy, sigma2, delta, n, height, width) -> (F_Y, F_X)``, DRAW's filterbank for one window."""
+    rng = start(fn, trials, seed)
+    for _ in range(trials):
+        height, width = (int(x) for x in rng.integers(8, 30, size=2))
+        n = int(rng.integers(2, 7))
+        gx, gy = float(rng.uniform(2, width - 2)), float(rng.uniform(2, height - 2))
+        sigma2, delta = float(rng.uniform(0.5, 4.0)), float(rng.uniform(0.5, 3.0))
+        got = call(fn, {"gx": gx, "gy": gy, "sigma2": sigma2, "delta": delta, "n": n, "height": height,
+                        "width": width})
+        if not isinstance(got, tuple) or len(got) != 2:
+            raise ExerciseError("return a pair (F_Y, F_X): F_Y (n, height), F_X (n, width)")
+        f_y, f_x = (np.asarray(x, dtype=np.float64) for x in got)
+        ref_y, ref_x = draw_filterbank(gy, sigma2, delta, n, height), draw_filterbank(gx, sigma2, delta, n, width)
+        if f_y.shape != ref_y.shape or f_x.shape != ref_x.shape:
+            swapped = f_y.shape == ref_x.shape and f_x.shape == ref_y.shape and height != width
+            raise ExerciseError(f"F_Y must have shape {ref_y.shape} (n, height) and F_X {ref_x.shape} (n, width); got "
+                                f"{f_y.shape} and {f_x.shape}" + (": F_Y runs over the rows (y), F_X over the columns"
+                                                                  if swapped else ""))
+        for name, mine, ref, g, size in (("F_X", f_x, ref_x, gx, width), ("F_Y", f_y, ref_y, gy, height)):
+            if not _close(mine, ref):
+                where = f"{name} for g = {g:.2f}, σ² = {sigma2:.2f}, δ = {delta:.2f}, n = {n}: "
+                raise ExerciseError(where + _diagnose(mine, {
+                    "each filter (row) must sum to 1: divide by its sum over the pixels":
+                        draw_filterbank(g, sigma2, delta, n, size, normalise=False),
+                    "the centres are g + (i − n/2 − 0.5) δ for i = 1 … n; the −0.5 is missing":
+                        draw_filterbank(g + delta / 2, sigma2, delta, n, size),      # centres g + (i − n/2) δ
+                    "the exponent is −(a − μ)² / (2σ²); the 2 is missing":
+                        draw_filterbank(g, sigma2 / 2, delta, n, size),              # exp(−(a − μ)² / σ²)
+                    "gx and gy are swapped: F_X is centred on gx, F_Y on gy":
+                        draw_filterbank(gy if name == "F_X" else gx, sigma2, delta, n, size),
+                }))
+    _pass("DRAW's filterbank", trials)

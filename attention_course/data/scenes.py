@@ -19,7 +19,8 @@ import numpy as np
 from .. import validate
 from ..errors import ConfigError
 
-__all__ = ["DIGIT_WORDS", "COLOURS", "DigitObject", "Scenes", "digit_scenes", "scene_caption", "digit_scans"]
+__all__ = ["DIGIT_WORDS", "COLOURS", "DigitObject", "Scenes", "digit_scenes", "scene_caption", "digit_scans",
+           "Cluttered", "cluttered_digits"]
 
 DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 COLOURS = {"red": (1.0, 0.25, 0.2), "green": (0.25, 0.9, 0.3), "blue": (0.3, 0.5, 1.0), "yellow": (1.0, 0.9, 0.1)}
@@ -168,3 +169,50 @@ def digit_scenes(n: int, *, split: str = "train", canvas: int = 48, counts: tupl
         word_objects.append(names)
         references.append(refs)
     return Scenes(images, objects, captions, word_objects, references)
+
+
+@dataclass(frozen=True)
+class Cluttered:
+    """n cluttered canvases with one whole digit each: ``images`` (n, H, W, 1) float32 in [0, 1] (grey),
+    ``labels`` (n,) the digit, ``boxes`` (n, 4) its box (top, left, bottom, right; bottom and right exclusive)."""
+
+    images: np.ndarray
+    labels: np.ndarray
+    boxes: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+def cluttered_digits(n: int, *, split: str = "train", canvas: int = 32, clutter: int = 3, seed: int = 0
+                     ) -> Cluttered:
+    """``n`` canvases of ``canvas`` × ``canvas`` pixels, each with one large (16 × 16) digit of ``split`` at a random
+    place and ``clutter`` pieces of other digits around it: 8 × 8 crops, with some ink, of large digits of the same
+    split, never touching the whole digit's box (pieces may overlap each other). This is Mnih et al.'s cluttered
+    MNIST (2014), which DRAW classifies in its section 4.1, at the scale of these scans. Seeded."""
+    n = validate.integer("n (the number of canvases)", n)
+    canvas = validate.integer("canvas", canvas, LARGE + 2 * SMALL, hint=" (room for a piece of clutter beside a "
+                                                                        "large digit wherever it stands)")
+    clutter = validate.integer("clutter", clutter, 0, hint=" (the number of pieces; 0: none)")
+    seed = validate.seed(seed)
+    validate.choice("split", split, ("train", "test"))
+    scans, labels = digit_scans(split)
+    large = np.kron(scans, np.ones((1, 2, 2), np.float32))                     # (m, 16, 16)
+    rng = np.random.default_rng(seed)
+    images = np.zeros((n, canvas, canvas, 1), np.float32)
+    digits, boxes = np.zeros(n, np.int64), np.zeros((n, 4), np.int64)
+    for i in range(n):
+        k = int(rng.integers(len(labels)))
+        top, left = (int(v) for v in rng.integers(0, canvas - LARGE + 1, size=2))
+        placed = 0
+        while placed < clutter:
+            a, b = rng.integers(0, LARGE - SMALL + 1, size=2)
+            piece = large[int(rng.integers(len(large))), a:a + SMALL, b:b + SMALL]
+            y, x = (int(v) for v in rng.integers(0, canvas - SMALL + 1, size=2))
+            if piece.sum() < 4 or (y < top + LARGE and y + SMALL > top and x < left + LARGE and x + SMALL > left):
+                continue                                   # nearly blank, or touching the digit: draw again
+            images[i, y:y + SMALL, x:x + SMALL, 0] = np.maximum(images[i, y:y + SMALL, x:x + SMALL, 0], piece)
+            placed += 1
+        images[i, top:top + LARGE, left:left + LARGE, 0] = large[k]
+        digits[i], boxes[i] = labels[k], (top, left, top + LARGE, left + LARGE)
+    return Cluttered(images, digits, boxes)

@@ -1,7 +1,8 @@
 """What every Keras layer and model of the course shares, so that each states it once.
 
 The course passes masks as explicit arguments (``mask=``, ``src_mask=``); Keras' implicit mask propagation is not
-used. Sub-layers build on their first call, so a layer made of them needs no ``build()`` of its own.
+used. Sub-layers build on their first call, so a layer made of them needs no ``build()`` of its own. NumPy
+arguments of strings or objects are refused, by name, before Keras converts them.
 """
 
 from __future__ import annotations
@@ -9,6 +10,9 @@ from __future__ import annotations
 import inspect
 
 import keras
+import numpy as np
+
+from .. import validate
 
 
 def _none_by_name(call, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
@@ -25,6 +29,17 @@ def _none_by_name(call, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     return args[:first], {**dict(zip(names[first:], args[first:], strict=False)), **kwargs}
 
 
+def _numbers_only(call, args: tuple, kwargs: dict) -> None:
+    """Keras turns NumPy arguments into tensors before ``call`` runs, so an array of strings or objects would fail
+    inside TensorFlow; refuse it first, with the course's error naming the argument."""
+    if not any(isinstance(a, np.ndarray) and a.dtype.kind in "OSUV" for a in (*args, *kwargs.values())):
+        return
+    names = [p.name for p in inspect.signature(call).parameters.values()]
+    for name, value in (*zip(names, args, strict=False), *kwargs.items()):
+        if isinstance(value, np.ndarray):
+            validate.numeric(name, value.dtype, value.shape)
+
+
 class Layer(keras.layers.Layer):
     """A layer whose masks are explicit arguments: ``compute_mask`` returns None (no implicit mask flows on),
     and ``supports_masking`` is True (Keras does not warn that an incoming implicit mask is dropped)."""
@@ -37,6 +52,7 @@ class Layer(keras.layers.Layer):
         return None
 
     def __call__(self, *args, **kwargs):
+        _numbers_only(self.call, args, kwargs)
         args, kwargs = _none_by_name(self.call, args, kwargs)
         return super().__call__(*args, **kwargs)
 
@@ -53,5 +69,6 @@ class Model(BuildOnCall, keras.Model):
     may be None by position (see ``_none_by_name``)."""
 
     def __call__(self, *args, **kwargs):
+        _numbers_only(self.call, args, kwargs)
         args, kwargs = _none_by_name(self.call, args, kwargs)
         return super().__call__(*args, **kwargs)

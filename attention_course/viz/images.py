@@ -1,5 +1,6 @@
 """Chapter 6's charts: an image with the attention map of each word of its caption, interactive in the static book
-(a menu picks the image, a slider the word; hover a cell for its weight)."""
+(a menu picks the image, a slider the word; hover a cell for its weight); DRAW's window and the paths of its
+glimpses. Images are (H, W, 3) colour or (H, W, 1) grey."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["caption_attention", "image_row", "draw_window"]
+__all__ = ["caption_attention", "image_row", "draw_window", "glimpse_paths"]
 
 
 def _alt():
@@ -78,6 +79,9 @@ def caption_attention(images, words: Sequence[Sequence[str]], maps, *, names: Se
 def _pixels(image: np.ndarray, name: str):
     import pandas as pd
 
+    image = np.asarray(image)
+    if image.shape[-1] == 1:                                         # grey: the same intensity in each channel
+        image = np.repeat(image, 3, -1)
     ys, xs = np.nonzero(np.asarray(image).max(-1) > 0.02)           # the ink; the background is the black view
     return pd.DataFrame({"image": name, "x": xs, "y": ys, "x2": xs + 1, "y2": ys + 1,
                          "rgb": _hex(np.asarray(image)[ys, xs])})
@@ -131,3 +135,39 @@ def draw_window(image, *, n: int, title: str = "DRAW's reading window", descript
         title=title, width=size, height=size,
         description=description or f"{title}: an image with an {n} by {n} grid of Gaussian filter centres",
     )
+
+
+def glimpse_paths(images, windows, *, n: int, names: Sequence[str], title: str, description: str, size: int = 150):
+    """Where a DRAW model looked: each image with the extent of each of its glimpses, the square that the N × N
+    filter centres span plus half a stride on every side (g ± N δ / 2), numbered and coloured by step.
+    ``windows[i]`` (T, 5): g_x, g_y, σ², δ, γ of image i's glimpses, as ``GlimpseClassifier`` returns them."""
+    alt = _alt()
+    import pandas as pd
+
+    windows = np.asarray(windows, dtype=np.float64)
+    if not (len(images) == len(windows) == len(names)) or windows.ndim != 3 or windows.shape[2] < 4:
+        raise ValueError(f"got {len(images)} images, windows of shape {windows.shape} and {len(names)} names: "
+                         f"one (T, 5) row of windows and one name per image")
+    steps = [f"glimpse {t + 1}" for t in range(windows.shape[1])]
+    scale = alt.Scale(domain=steps, scheme="oranges")
+    charts = []
+    for im, rows, name in zip(images, windows, names, strict=True):
+        im = np.asarray(im, dtype=np.float32)
+        h, w = im.shape[:2]
+        half = n * rows[:, 3] / 2                                   # half the side of each glimpse's square
+        boxes = pd.DataFrame({"step": steps, "number": [str(t + 1) for t in range(len(rows))],
+                              "x": rows[:, 0] - half, "x2": rows[:, 0] + half,
+                              "y": rows[:, 1] - half, "y2": rows[:, 1] + half,
+                              "stride": rows[:, 3], "sigma": np.sqrt(rows[:, 2])})
+        x = alt.X("x:Q", scale=alt.Scale(domain=[0, w], nice=False, clamp=True), axis=None)
+        y = alt.Y("y:Q", scale=alt.Scale(domain=[0, h], nice=False, reverse=True, clamp=True), axis=None)
+        picture = alt.Chart(alt.Data(values=_pixels(im, name).to_dict("records"))).mark_rect().encode(
+            x=x, x2="x2:Q", y=y, y2="y2:Q", color=alt.Color("rgb:N", scale=None))
+        squares = alt.Chart(alt.Data(values=boxes.to_dict("records"))).mark_rect(filled=False, strokeWidth=2).encode(
+            x=x, x2="x2:Q", y=y, y2="y2:Q", stroke=alt.Stroke("step:N", scale=scale, legend=alt.Legend(title=None)),
+            tooltip=["step:N", alt.Tooltip("stride:Q", format=".2f"), alt.Tooltip("sigma:Q", format=".2f")])
+        numbers = alt.Chart(alt.Data(values=boxes.to_dict("records"))).mark_text(
+            align="left", baseline="top", dx=2, dy=2, fontSize=11, fontWeight="bold").encode(
+            x=x, y=y, text="number:N", color=alt.Color("step:N", scale=scale, legend=None))
+        charts.append(alt.layer(picture, squares, numbers).properties(title=name, width=size, height=size))
+    return alt.hconcat(*charts).configure_view(fill="black").properties(title=title, description=description)

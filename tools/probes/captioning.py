@@ -1,6 +1,7 @@
 """Bad input to Chapter 6's public API: the digit scenes (``attention_course.data.scenes``), the captioners
-(``Captioner``, ``SceneEncoder``, ``VisualAttention``, ``train_captioner``), DRAW's reading window (``DrawRead``)
-and the captioning metrics (BLEU with several references, attention correctness).
+(``Captioner``, ``SceneEncoder``, ``VisualAttention``, ``train_captioner``), DRAW's reading window (``DrawRead``),
+the glimpse classifier (``cluttered_digits``, ``GlimpseClassifier``, ``train_glimpses``, ``chapter6.window_mass``
+and ``glimpse_correctness``) and the captioning metrics (BLEU with several references, attention correctness).
 
 Counts and sizes that are not whole numbers or cannot fit, images of the wrong shape or dtype, caption ids outside
 the vocabulary, noise and ``expect`` of the wrong shape, training captions with no words (a NaN loss), window
@@ -213,6 +214,72 @@ def caption_bleu_works(fw):
     assert abs(cm.caption_bleu(["a seven below a red three", "a two left of a nine"], REFS) - 100) < 1e-9
 
 
+def canvases(n=4, seed=0):
+    from attention_course.data.scenes import cluttered_digits
+
+    return cluttered_digits(n, seed=seed)
+
+
+def cluttered_with(**kwargs):
+    def run(fw):
+        from attention_course.data.scenes import cluttered_digits
+
+        return cluttered_digits(**kwargs)
+    return run
+
+
+def glimpser(fw, **kwargs):
+    return fw.GlimpseClassifier(10, **{"n": 4, "glimpses": 2, "hidden": 8, **kwargs})
+
+
+def train_glimpses_with(images_=None, labels=None, **kwargs):
+    """train_glimpses on 4 cluttered canvases with the images, labels or arguments replaced."""
+    def run(fw):
+        data = canvases()
+        xs = data.images if images_ is None else images_
+        ys = data.labels if labels is None else labels
+        return fw.train_glimpses(glimpser(fw), xs, ys, **{"epochs": 1, "batch_size": 2, **kwargs})
+    return run
+
+
+def glimpses_of_numpy_and_tensors(fw):
+    """NumPy canvases and the framework's tensors give the same logits and windows: (B, 10) and (B, T, 5)."""
+    xs = canvases().images
+    model = glimpser(fw)
+    logits, windows = (to_numpy(v) for v in call(fw, model, xs))
+    ref = to_numpy(call(fw, model, to_input(fw, xs))[0])
+    assert logits.shape == (4, 10) and windows.shape == (4, 2, 5), (logits.shape, windows.shape)
+    np.testing.assert_allclose(logits, ref, rtol=1e-5, atol=1e-6)
+
+
+def window_mass_of(window, n=4, shape=(16, 16)):
+    def run(fw):
+        from attention_course.experiments import chapter6 as c6
+
+        return c6.window_mass(window, shape, n)
+    return run
+
+
+def window_mass_works(fw):
+    """A window far off the canvas reads nothing (DrawRead's glimpse is zeros): a map of zeros, none of it in any
+    box; one half off the canvas spreads its weight over the pixels its filters still reach."""
+    from attention_course import captioning_metrics as cm
+    from attention_course.experiments import chapter6 as c6
+
+    off = c6.window_mass((500.0, -300.0, 1.0, 1.0), (16, 16), 4)
+    assert not off.any() and cm.attention_correctness(off, (0, 0, 16, 16), (16, 16)) == 0.0
+    edge = c6.window_mass((0.0, 8.0, 1.0, 2.0), (16, 16), 4)
+    assert abs(edge.sum() - 1) < 1e-9 and edge[:, :7].sum() > 0.99, edge[:, :7].sum()
+
+
+def glimpse_correctness_of(windows):
+    def run(fw):
+        from attention_course.experiments import chapter6 as c6
+
+        return c6.glimpse_correctness(windows, canvases(), 4)
+    return run
+
+
 PROBES = [
     # scenes
     bad("scenes", "digit_scenes n=0", scenes(0), False),
@@ -319,4 +386,34 @@ PROBES = [
                                                                         [["a"], []]), False),
     bad("metrics", "caption_bleu max_order=5", metric("caption_bleu", ["a", "b"], [["a"], ["b"]], 5), False),
     Probe("metrics", "caption_bleu of a known case", caption_bleu_works, False),
+    # the glimpse classifier
+    bad("glimpses", "cluttered_digits canvas=24", cluttered_with(n=2, canvas=24), False),
+    bad("glimpses", "cluttered_digits n=0", cluttered_with(n=0), False),
+    bad("glimpses", "cluttered_digits clutter=-1", cluttered_with(n=2, clutter=-1), False),
+    bad("glimpses", "cluttered_digits split='valid'", cluttered_with(n=2, split="valid"), False),
+    Probe("glimpses", "GlimpseClassifier NumPy inputs", glimpses_of_numpy_and_tensors),
+    bad("glimpses", "GlimpseClassifier colour images for channels=1",
+        lambda fw: call(fw, glimpser(fw), to_input(fw, images(hw=32)))),
+    bad("glimpses", "GlimpseClassifier (H, W, 1) image",
+        lambda fw: call(fw, glimpser(fw), to_input(fw, canvases().images[0]))),
+    bad("glimpses", "GlimpseClassifier string images (NumPy)",
+        lambda fw: call(fw, glimpser(fw), np.full((2, 32, 32, 1), "x"))),
+    bad("glimpses", "GlimpseClassifier glimpses=0", lambda fw: glimpser(fw, glimpses=0)),
+    bad("glimpses", "GlimpseClassifier classes=2.5", lambda fw: fw.GlimpseClassifier(2.5)),
+    bad("glimpses", "train_glimpses labels of 10", train_glimpses_with(labels=np.array([0, 1, 2, 10]))),
+    bad("glimpses", "train_glimpses float labels", train_glimpses_with(labels=np.array([0.0, 1.0, 2.0, 3.0]))),
+    bad("glimpses", "train_glimpses fewer labels", train_glimpses_with(labels=np.array([0, 1]))),
+    bad("glimpses", "train_glimpses one label per pixel", train_glimpses_with(labels=np.zeros((4, 32), int))),
+    bad("glimpses", "train_glimpses no canvases", train_glimpses_with(images_=np.zeros((0, 32, 32, 1), "float32"),
+                                                                      labels=np.zeros(0, int))),
+    bad("glimpses", "train_glimpses epochs=0", train_glimpses_with(epochs=0)),
+    bad("glimpses", "train_glimpses lr=0", train_glimpses_with(lr=0.0)),
+    bad("glimpses", "train_glimpses colour images", train_glimpses_with(images_=images(b=4, hw=32))),
+    bad("glimpses", "window_mass sigma2=0", window_mass_of((8.0, 8.0, 0.0, 1.0))),
+    bad("glimpses", "window_mass delta=nan", window_mass_of((8.0, 8.0, 1.0, float("nan")))),
+    bad("glimpses", "window_mass of three numbers", window_mass_of((8.0, 8.0, 1.0))),
+    bad("glimpses", "window_mass n=0", window_mass_of((8.0, 8.0, 1.0, 1.0), n=0)),
+    Probe("glimpses", "window_mass of windows off and at the edge of the canvas", window_mass_works, False),
+    bad("glimpses", "glimpse_correctness (n, 5) windows", glimpse_correctness_of(np.ones((4, 5)))),
+    bad("glimpses", "glimpse_correctness windows for 3 canvases", glimpse_correctness_of(np.ones((3, 2, 5)))),
 ]
