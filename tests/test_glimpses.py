@@ -193,7 +193,8 @@ def test_draw_filters_checker_passes_the_package_filters_and_names_each_mistake(
         return to_numpy(f_y)[0], to_numpy(f_x)[0]
 
     ac.checks.draw_filters(package, seed=0)
-    ac.checks.draw_filters(_filters, seed=1)
+    for seed in range(40):      # the chapter's answer (no epsilon) passes whatever seed the session has
+        ac.checks.draw_filters(_filters, seed=seed)
     assert "DRAW's filterbank: correct on 20" in capsys.readouterr().out
     mistakes = {"sum to 1": {"norm": False}, "−0.5 is missing": {"offset": 0.0}, "the 2 is missing": {"two": 1.0},
                 "swapped": {"swap": True}}

@@ -115,8 +115,10 @@ def draw_filters(fn: Callable, *, trials: int = 20, seed: int | None = None) -> 
     for _ in range(trials):
         height, width = (int(x) for x in rng.integers(8, 30, size=2))
         n = int(rng.integers(2, 7))
-        gx, gy = float(rng.uniform(2, width - 2)), float(rng.uniform(2, height - 2))
-        sigma2, delta = float(rng.uniform(0.5, 4.0)), float(rng.uniform(0.5, 3.0))
+        delta = float(rng.uniform(0.5, min(3.0, (min(height, width) - 1) / (n - 1))))
+        half = (n / 2 - 0.5) * delta                       # every filter centred on the image: none underflows
+        gx, gy = float(rng.uniform(half, width - 1 - half)), float(rng.uniform(half, height - 1 - half))
+        sigma2 = float(rng.uniform(0.5, 4.0))
         got = call(fn, {"gx": gx, "gy": gy, "sigma2": sigma2, "delta": delta, "n": n, "height": height,
                         "width": width})
         if not isinstance(got, tuple) or len(got) != 2:
