@@ -19,10 +19,11 @@ CHECKERS = {
     "scaled_dot_attention": "query", "general_score": "query", "concat_score": "query", "additive_score": "query",
     "beam_step": "log_probs", "bahdanau_attention": "s_prev", "visual_attention": "h_prev", "correctness": "alpha",
     "heads": "x", "causal": "t_q", "rotary": "x", "multi_head": "x", "decoder_masks": "src_mask", "warmup": "step",
-    "mlm_mask": "ids", "attention_entropy": "weights",
+    "mlm_mask": "ids", "attention_entropy": "weights", "draw_filters": "gx",
 }
 #: How the first input is described when it is a number, not an array.
-NUMBER_FIRST = {"causal": r"t_q \d+, t_k \d+", "warmup": r"step \d+, d_model \d+"}
+NUMBER_FIRST = {"causal": r"t_q \d+, t_k \d+", "warmup": r"step \d+, d_model \d+",
+                "draw_filters": r"gx [\d.]+, gy [\d.]+"}
 
 
 def checker(name):

@@ -210,3 +210,20 @@ def test_chapter5_tables_give_mean_and_spread_over_seeds():
     bahdanau = lengths[(lengths.framework == "pytorch") & (lengths.model == "Bahdanau")].set_index("bucket")
     assert bahdanau.loc["1-3", "bleu"] == 20.0 and bahdanau.loc["12+", "bleu"] == 10.0   # greedy, mean of seeds
     assert list(bahdanau["lo"]) == [1, 12] and set(bahdanau["seeds"]) == {2}
+
+
+def test_chapter6_seed_table_gives_mean_spread_and_the_lowest_seed():
+    def run(model, seed, correct, bleu):
+        return {"model": model, "seed": seed, "beam1": {"BLEU-4": bleu},
+                "correctness": {"correctness": correct, "chance": 0.07, "n": 10}}
+
+    torch_runs = {"framework": "pytorch", "runs": [run("soft", 0, 0.5, 40.0), run("soft", 1, 0.3, 44.0),
+                                                    run("Show and Tell", 0, 0.0, 30.0)]}
+    keras_runs = {"framework": "keras", "runs": [run("hard", 0, 0.1, 20.0)]}
+    table = chapter6.seed_table(torch_runs, keras_runs)
+    assert list(table.index) == [("keras", "hard"), ("pytorch", "Show and Tell"), ("pytorch", "soft")]
+    soft = table.loc[("pytorch", "soft")]
+    assert soft["seeds"] == 2 and soft["correctness"] == pytest.approx(0.4) and soft["lowest correctness"] == 0.3
+    assert soft["sd correctness"] == pytest.approx(0.02 ** 0.5)              # the sample sd of 0.5 and 0.3
+    assert soft["BLEU-4 greedy"] == 42.0 and soft["chance"] == pytest.approx(0.07)
+    assert np.isnan(table.loc[("keras", "hard"), "sd BLEU-4"])                    # one seed: no spread

@@ -30,7 +30,7 @@ from .chapter5 import hardware, parameters
 __all__ = ["SIZES", "MODELS", "CaptionData", "corpus", "build", "train", "caption", "bleu_scores",
            "teacher_forced_attention", "correctness", "ESTIMATORS", "attention_gradients", "relative_variance",
            "parameters", "hardware", "flickr8k_available", "FeatureSplit", "FeatureData", "flickr8k_corpus",
-           "GLIMPSES", "cluttered", "classify", "window_mass", "glimpse_correctness"]
+           "GLIMPSES", "cluttered", "classify", "window_mass", "glimpse_correctness", "seed_table"]
 
 #: Sizes of each run: scenes, model, training.
 SIZES: dict[str, dict[str, Any]] = {
@@ -311,6 +311,23 @@ def correctness(alpha: np.ndarray, scenes: Scenes, words: tuple[str, ...] = DIGI
         return {"correctness": float("nan"), "chance": float("nan"), "n": 0, "rows": rows}
     return {"correctness": float(np.mean([r["correctness"] for r in rows])),
             "chance": float(np.mean([r["chance"] for r in rows])), "n": len(rows), "rows": rows}
+
+
+def seed_table(*results: dict[str, Any]):
+    """The results files of ``tools/chapter6_full.py`` (one per framework) as one table over seeds: for each
+    framework and captioner, the number of seeds, the mean and standard deviation of attention correctness and of
+    greedy BLEU-4, the lowest correctness of any seed, and chance (the mean box share)."""
+    import pandas as pd
+
+    rows = [{"framework": f["framework"], "model": r["model"], "seed": r["seed"], "bleu": r["beam1"]["BLEU-4"],
+             "correct": r["correctness"]["correctness"], "chance": r["correctness"]["chance"]}
+            for f in results for r in f["runs"]]
+    order = {name: k for k, name in enumerate(MODELS)}
+    table = pd.DataFrame(rows).groupby(["framework", "model"]).agg(
+        **{"seeds": ("seed", "count"), "correctness": ("correct", "mean"), "sd correctness": ("correct", "std"),
+           "lowest correctness": ("correct", "min"), "chance": ("chance", "mean"), "BLEU-4 greedy": ("bleu", "mean"),
+           "sd BLEU-4": ("bleu", "std")})
+    return table.sort_index(key=lambda idx: idx.map(order) if idx.name == "model" else idx)
 
 
 #: The three gradient estimators of :func:`attention_gradients`.
