@@ -250,7 +250,7 @@ class _ImageSearch:
 
 
 def caption(model, data: CaptionData | FeatureData, images: np.ndarray | None = None, *, beam: int = 1,
-            batch_size: int = 250) -> tuple[list[str], list[np.ndarray]]:
+            batch_size: int = 100) -> tuple[list[str], list[np.ndarray]]:
     """Captions of ``images`` (the test scenes or photographs by default) by greedy (``beam=1``) or beam search, and the
     attention of each generated word, the end token included: (len(words) + 1, gh, gw)."""
     inputs = data.test.images if images is None else images
@@ -274,7 +274,7 @@ def bleu_scores(captions: list[str], scenes: Scenes | FeatureSplit) -> dict[str,
     return {f"BLEU-{n}": cm.caption_bleu(captions, scenes.references, n) for n in (1, 2, 3, 4)}
 
 
-def teacher_forced_attention(fw: ModuleType, model, data: CaptionData | FeatureData, batch_size: int = 250
+def teacher_forced_attention(fw: ModuleType, model, data: CaptionData | FeatureData, batch_size: int = 100
                              ) -> np.ndarray:
     """The attention of every word of the reference test captions (the model reads the true previous words):
     (n, T, gh, gw), the step that emits word t at [:, t]. Hard attention gives its distribution α, not a sample."""
