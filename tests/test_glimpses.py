@@ -145,7 +145,7 @@ def test_glimpse_correctness_on_hand_made_windows():
     assert first == pytest.approx(0.5, abs=1e-3)           # all of it in canvas 0's box, none in canvas 1's
     assert second == pytest.approx(0.25, abs=0.03)         # the whole canvas: about the box's share
     assert cm.attention_correctness(c6.window_mass(on_box, (32, 32), 4), (0, 0, 16, 16), (32, 32)) > 0.999
-    with pytest.raises(ConfigError, match=r"windows must be \(n, T, 5\).*\(2, 5\)"):
+    with pytest.raises(ShapeError, match=r"windows must be \(n, T, 5\).*\(2, 5\)"):
         c6.glimpse_correctness(windows[0], data, 4)
     with pytest.raises(InputError, match="sigma2 .* must be finite and > 0; got \\[0.0\\]"):
         c6.window_mass((8.0, 8.0, 0.0, 1.0), (32, 32), 4)

@@ -7,6 +7,8 @@ seven , a small blue two and a one" (left to right) for three, and because the g
 knows which box each word names: that is what attention correctness is measured against.
 
 The handwriting is split once, by scan, so the test scenes are written by hands the model never saw.
+``cluttered_digits`` makes the canvases of DRAW's glimpse model from the same scans: one whole digit among pieces
+of others.
 """
 
 from __future__ import annotations
@@ -188,7 +190,7 @@ def cluttered_digits(n: int, *, split: str = "train", canvas: int = 32, clutter:
                      ) -> Cluttered:
     """``n`` canvases of ``canvas`` × ``canvas`` pixels, each with one large (16 × 16) digit of ``split`` at a random
     place and ``clutter`` pieces of other digits around it: 8 × 8 crops, with some ink, of large digits of the same
-    split, never touching the whole digit's box (pieces may overlap each other). This is Mnih et al.'s cluttered
+    split, never overlapping the whole digit's box (pieces may overlap each other). This is Mnih et al.'s cluttered
     MNIST (2014), which DRAW classifies in its section 4.1, at the scale of these scans. Seeded."""
     n = validate.integer("n (the number of canvases)", n)
     canvas = validate.integer("canvas", canvas, LARGE + 2 * SMALL, hint=" (room for a piece of clutter beside a "

@@ -514,8 +514,8 @@ def glimpse_correctness(windows: np.ndarray, data: Cluttered, n: int) -> dict[st
     attention correctness at the pixel level), and chance: the box's share of the canvas."""
     windows = np.asarray(windows)
     if windows.ndim != 3 or windows.shape[0] != len(data) or windows.shape[2] < 4:
-        raise ConfigError(f"windows must be (n, T, 5), one row of window parameters per canvas and glimpse, for the "
-                          f"{len(data)} canvases; got {windows.shape}")
+        raise ShapeError(f"windows must be (n, T, 5), one row of window parameters per canvas and glimpse, for the "
+                         f"{len(data)} canvases; got {windows.shape}")
     shape = data.images.shape[1:3]
     share = [[cm.attention_correctness(window_mass(w, shape, n), tuple(box), shape) for w in row]
              for row, box in zip(windows, data.boxes, strict=True)]
