@@ -278,18 +278,26 @@ def teacher_forced_attention(fw: ModuleType, model, data: CaptionData | FeatureD
                              ) -> np.ndarray:
     """The attention of every word of the reference test captions (the model reads the true previous words):
     (n, T, gh, gw), the step that emits word t at [:, t]. Hard attention gives its distribution α, not a sample."""
-    is_torch = fw.__name__.endswith(".torch")
-    guard: contextlib.AbstractContextManager = contextlib.nullcontext()
-    if is_torch:                                                 # no autograd graph: less memory
-        import torch
-
-        guard = torch.no_grad()
     out = []
-    with guard:
+    with _inference(fw):
         for i in range(0, len(data.test), batch_size):
             _, alpha, _ = model(data.test.images[i:i + batch_size], data.test_in[i:i + batch_size], greedy=True)
-            out.append(np.asarray(alpha.cpu() if is_torch else alpha))
+            out.append(_numpy(alpha))
     return np.concatenate(out).reshape(len(data.test), -1, *data.grid)
+
+
+def _inference(fw: ModuleType) -> contextlib.AbstractContextManager:
+    """PyTorch without an autograd graph (less memory); Keras as it is."""
+    if fw.__name__.endswith(".torch"):
+        import torch
+
+        return torch.no_grad()
+    return contextlib.nullcontext()
+
+
+def _numpy(x) -> np.ndarray:
+    """A model's output as a NumPy array (a PyTorch tensor is brought to the CPU first)."""
+    return np.asarray(x.cpu() if hasattr(x, "detach") else x)
 
 
 def correctness(alpha: np.ndarray, scenes: Scenes, words: tuple[str, ...] = DIGIT_WORDS) -> dict[str, Any]:
@@ -477,18 +485,12 @@ def cluttered(sizes: dict[str, Any], seed: int = 0) -> tuple[Cluttered, Cluttere
 
 def classify(fw: ModuleType, model, images: np.ndarray, batch_size: int = 500) -> tuple[np.ndarray, np.ndarray]:
     """A ``GlimpseClassifier``'s predicted classes (n,) and windows (n, T, 5: g_x, g_y, σ², δ, γ) for ``images``."""
-    is_torch = fw.__name__.endswith(".torch")
-    guard: contextlib.AbstractContextManager = contextlib.nullcontext()
-    if is_torch:
-        import torch
-
-        guard = torch.no_grad()
     classes, windows = [], []
-    with guard:
+    with _inference(fw):
         for i in range(0, len(images), batch_size):
             logits, window = model(images[i:i + batch_size])
-            classes.append(np.asarray(logits.cpu() if is_torch else logits).argmax(-1))
-            windows.append(np.asarray(window.cpu() if is_torch else window))
+            classes.append(_numpy(logits).argmax(-1))
+            windows.append(_numpy(window))
     return np.concatenate(classes), np.concatenate(windows)
 
 
