@@ -55,12 +55,16 @@ book: $(STAMP) vendor
 # Each notebook runs once: nbval executes it (with the unit tests, on two workers: a notebook file stays on one
 # worker), tools/notebook_cache.py stores the executed copy in the book's execution cache, the book build
 # renders it from there, then the browser test reads the built book.
+# Each phase's wall time is printed as it ends and again, all together, at the end (_build/test-times.txt).
 test: export COURSE_SCALE = quick
+test: export TEST_TIMES = $(abspath _build/test-times.txt)
 test: $(STAMP) system
-	$(MAKE) --no-print-directory lint
-	$(BIN)/python -m pytest -n 2 --dist loadfile -p tools.notebook_cache -m "not browser" $(NBVAL) tests book
-	$(MAKE) --no-print-directory book
-	$(BIN)/python -m pytest -m browser tests
+	@mkdir -p _build && : > $(TEST_TIMES)
+	bash tools/timed.sh lint $(MAKE) --no-print-directory lint
+	bash tools/timed.sh "unit tests and notebooks" $(BIN)/python -m pytest -n 2 --dist loadfile -p tools.notebook_cache -m "not browser" $(NBVAL) tests book
+	bash tools/timed.sh book $(MAKE) --no-print-directory book
+	bash tools/timed.sh "browser tests" $(BIN)/python -m pytest -m browser tests
+	@echo "make test, wall time per phase:" && cat $(TEST_TIMES)
 
 lint: $(STAMP)     ## what .pre-commit-config.yaml runs: ruff, stripped notebooks, layer cells, mypy
 	$(BIN)/ruff check .
