@@ -164,3 +164,27 @@ def test_the_bahdanau_step_checker_passes_a_correct_step_and_names_mistakes(caps
     for needle, fn in wrong.items():
         with pytest.raises(ac.checks.ExerciseError, match=needle):
             ac.checks.bahdanau_attention(fn, seed=0)
+
+
+def test_keras_decoders_skip_keras_shape_inference(monkeypatch):
+    """Keras 3.10 (Colab's) infers the shapes of every argument of a layer that is not built yet, and fails on a None
+    inside a nested argument: a decoder's memory whose keys are None. The course's layers made of sub-layers have
+    nothing to build from shapes and must not go through that inference (Chapter 5 failed on Colab's versions)."""
+    from keras.src.layers import layer as keras_layer
+
+    from attention_course.keras.translation import PlainDecoder
+
+    inferred = keras_layer.get_shapes_dict
+
+    def as_keras_3_10(call_spec):
+        for value in call_spec.tensor_arguments_dict.values():
+            if isinstance(value, (tuple, list)) and any(v is None for v in value):
+                raise AttributeError("'NoneType' object has no attribute 'shape'")
+        return inferred(call_spec)
+
+    monkeypatch.setattr(keras_layer, "get_shapes_dict", as_keras_3_10)
+    decoder = PlainDecoder(vocab=11, embed=4, hidden=6)
+    h, mask, c = np.zeros((2, 5, 8), "float32"), np.ones((2, 5), bool), np.zeros((2, 8), "float32")
+    s = np.zeros((2, 6), "float32")
+    logits, state, alpha = decoder(np.array([1, 2]), (s, s), (h, mask, c, decoder.keys(h)))
+    assert tuple(logits.shape) == (2, 11) and alpha is None

@@ -40,6 +40,17 @@ def _numbers_only(call, args: tuple, kwargs: dict) -> None:
             validate.numeric(name, value.dtype, value.shape)
 
 
+def _course_arguments(layer, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """What the course's layers and models do before Keras' own ``__call__``: refuse string arrays, mark a layer
+    made of sub-layers built (it has nothing to build from input shapes, and Keras 3.10, Colab's, fails when it
+    infers the shapes of a nested argument holding a None, such as a decoder's memory without keys), and pass the
+    arguments from the first None on by name."""
+    _numbers_only(layer.call, args, kwargs)
+    if isinstance(layer, BuildOnCall) and not layer.built:
+        layer.built = True
+    return _none_by_name(layer.call, args, kwargs)
+
+
 class Layer(keras.layers.Layer):
     """A layer whose masks are explicit arguments: ``compute_mask`` returns None (no implicit mask flows on),
     and ``supports_masking`` is True (Keras does not warn that an incoming implicit mask is dropped)."""
@@ -52,8 +63,7 @@ class Layer(keras.layers.Layer):
         return None
 
     def __call__(self, *args, **kwargs):
-        _numbers_only(self.call, args, kwargs)
-        args, kwargs = _none_by_name(self.call, args, kwargs)
+        args, kwargs = _course_arguments(self, args, kwargs)
         return super().__call__(*args, **kwargs)
 
 
@@ -69,6 +79,5 @@ class Model(BuildOnCall, keras.Model):
     may be None by position (see ``_none_by_name``)."""
 
     def __call__(self, *args, **kwargs):
-        _numbers_only(self.call, args, kwargs)
-        args, kwargs = _none_by_name(self.call, args, kwargs)
+        args, kwargs = _course_arguments(self, args, kwargs)
         return super().__call__(*args, **kwargs)
