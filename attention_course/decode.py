@@ -12,7 +12,6 @@ All B sentences (times K beams) go through one ``step`` call per time step. The 
 
 from __future__ import annotations
 
-import contextlib
 import math
 import numbers
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from . import validate
+from .arrays import no_grad, to_numpy
 from .errors import ConfigError, InputError, ShapeError
 from .text import BOS, EOS, PAD
 
@@ -69,24 +69,15 @@ class Recompute:
     def step(self, tokens, state):
         prefix = np.stack([*state["tokens"], np.asarray(tokens)], axis=1)           # (N, steps so far)
         inner = state["state"]
-        with _no_grad(self.model):
+        with no_grad(self.model):   # a PyTorch model's cached step too
             logits = self.model.decode(prefix, inner["memory"], inner["mask"])[:, -1]
-        logits = logits.detach().cpu().numpy() if hasattr(logits, "detach") else np.asarray(logits)
+        logits = to_numpy(logits)
         log_probs = logits - logits.max(-1, keepdims=True)
         log_probs -= np.log(np.exp(log_probs).sum(-1, keepdims=True))
         return log_probs, {**state, "tokens": [*state["tokens"], np.asarray(tokens)]}, None
 
     def reorder(self, state, index):
         return {"state": self.model.reorder(state["state"], index), "tokens": [t[index] for t in state["tokens"]]}
-
-
-def _no_grad(model):
-    """``torch.no_grad()`` for a PyTorch model (its cached ``step`` runs without autograd too), else nothing."""
-    if hasattr(model, "zero_grad"):
-        import torch
-
-        return torch.no_grad()
-    return contextlib.nullcontext()
 
 
 def beam_step(log_probs: np.ndarray, scores: np.ndarray, finished: np.ndarray, beam: int):

@@ -364,3 +364,22 @@ def test_the_playground_chart_computes_the_softmax_in_the_browser():
     np.testing.assert_allclose([row["weight"] for row in rows], expected, rtol=1e-12)
     with pytest.raises(ValueError, match="must be \\(T, 2\\)"):
         ac.viz.attention_playground(keys=[[1, 0, 0]])
+
+
+def test_arrays_bring_either_frameworks_outputs_to_numpy_without_autograd():
+    import keras
+    import tensorflow as tf
+    import torch
+
+    from attention_course.arrays import no_grad, to_numpy
+
+    layer = torch.nn.Linear(3, 2)
+    x = torch.ones(4, 3)
+    assert layer(x).requires_grad
+    with no_grad(layer):
+        assert not layer(x).requires_grad
+    expected = x.numpy() @ layer.weight.detach().numpy().T + layer.bias.detach().numpy()
+    np.testing.assert_allclose(to_numpy(layer(x)), expected, rtol=1e-6)   # a tensor that requires grad
+    with no_grad(keras.layers.Dense(2)):               # a Keras layer: nothing to switch off
+        out = to_numpy(tf.ones((4, 3)) * 2.0)
+    assert isinstance(out, np.ndarray) and out.shape == (4, 3) and (out == 2).all()

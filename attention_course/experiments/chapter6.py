@@ -8,7 +8,6 @@ framework's module (``ac.torch`` or ``ac.keras``) as an argument.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 from collections.abc import Mapping
@@ -21,6 +20,7 @@ import numpy as np
 
 from .. import captioning_metrics as cm
 from .. import decode, session, validate
+from ..arrays import no_grad, to_numpy
 from ..data import flickr8k as f8k
 from ..data.scenes import DIGIT_WORDS, Cluttered, Scenes, cluttered_digits, digit_scenes
 from ..errors import ConfigError, ShapeError
@@ -279,25 +279,11 @@ def teacher_forced_attention(fw: ModuleType, model, data: CaptionData | FeatureD
     """The attention of every word of the reference test captions (the model reads the true previous words):
     (n, T, gh, gw), the step that emits word t at [:, t]. Hard attention gives its distribution α, not a sample."""
     out = []
-    with _inference(fw):
+    with no_grad(model):
         for i in range(0, len(data.test), batch_size):
             _, alpha, _ = model(data.test.images[i:i + batch_size], data.test_in[i:i + batch_size], greedy=True)
-            out.append(_numpy(alpha))
+            out.append(to_numpy(alpha))
     return np.concatenate(out).reshape(len(data.test), -1, *data.grid)
-
-
-def _inference(fw: ModuleType) -> contextlib.AbstractContextManager:
-    """PyTorch without an autograd graph (less memory); Keras as it is."""
-    if fw.__name__.endswith(".torch"):
-        import torch
-
-        return torch.no_grad()
-    return contextlib.nullcontext()
-
-
-def _numpy(x) -> np.ndarray:
-    """A model's output as a NumPy array (a PyTorch tensor is brought to the CPU first)."""
-    return np.asarray(x.cpu() if hasattr(x, "detach") else x)
 
 
 def correctness(alpha: np.ndarray, scenes: Scenes, words: tuple[str, ...] = DIGIT_WORDS) -> dict[str, Any]:
@@ -486,11 +472,11 @@ def cluttered(sizes: dict[str, Any], seed: int = 0) -> tuple[Cluttered, Cluttere
 def classify(fw: ModuleType, model, images: np.ndarray, batch_size: int = 500) -> tuple[np.ndarray, np.ndarray]:
     """A ``GlimpseClassifier``'s predicted classes (n,) and windows (n, T, 5: g_x, g_y, σ², δ, γ) for ``images``."""
     classes, windows = [], []
-    with _inference(fw):
+    with no_grad(model):
         for i in range(0, len(images), batch_size):
             logits, window = model(images[i:i + batch_size])
-            classes.append(_numpy(logits).argmax(-1))
-            windows.append(_numpy(window))
+            classes.append(to_numpy(logits).argmax(-1))
+            windows.append(to_numpy(window))
     return np.concatenate(classes), np.concatenate(windows)
 
 

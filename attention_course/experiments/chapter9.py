@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import data as course_data
 from .. import session
+from ..arrays import no_grad, to_numpy
 from .chapter8 import ngram_loss
 
 __all__ = ["SENTENCES", "Encoded", "encode", "forward", "attention_maps", "head_statistics", "STATISTICS",
@@ -66,22 +67,16 @@ def forward(fw: ModuleType, model, ids, mask) -> tuple[list[np.ndarray], list[np
     """``model`` (a ``Bert``) on ids and mask (N, T): the hidden states [embeddings, layer 1, …] (N, T, d) and the
     attention of each layer (N, h, T, T), as NumPy arrays, without gradients."""
     _, extra = _run(fw, model, ids, mask, return_weights=True)
-    return [_numpy(h) for h in extra["hidden"]], [_numpy(a) for a in extra["attention"]]
+    return [to_numpy(h) for h in extra["hidden"]], [to_numpy(a) for a in extra["attention"]]
 
 
 def _run(fw: ModuleType, model, *args, **kwargs):
     """``model(*args, **kwargs)`` for inference: PyTorch's in eval mode without gradients; Keras' as it is."""
     if not fw.__name__.endswith("torch"):
         return model(*args, **kwargs)
-    import torch
-
     model.eval()
-    with torch.no_grad():
+    with no_grad(model):
         return model(*args, **kwargs)
-
-
-def _numpy(x) -> np.ndarray:
-    return x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)   # a torch tensor, or any other
 
 
 def attention_maps(fw: ModuleType, model, data: Encoded, batch_size: int = 32) -> list[np.ndarray]:
@@ -526,8 +521,8 @@ def classify(fw: ModuleType, model, ids, mask) -> tuple[np.ndarray, np.ndarray]:
     probs, rows = [], []
     for start in range(0, len(ids), CHUNK):
         logits, attention = _run(fw, model, ids[start:start + CHUNK], mask[start:start + CHUNK], return_weights=True)
-        probs.append(softmax(_numpy(logits)))
-        rows.append(_numpy(attention[-1])[:, :, 0, :])
+        probs.append(softmax(to_numpy(logits)))
+        rows.append(to_numpy(attention[-1])[:, :, 0, :])
     return np.concatenate(probs), np.concatenate(rows)
 
 
