@@ -78,7 +78,7 @@ bench: $(STAMP)    ## timed comparisons → attention_course/benchmarks/<machine
 robustness: $(STAMP)   ## every chapter, quick profile, both frameworks, seeds 0-4; prints the failed claims
 	$(BIN)/python tools/robustness.py $(if $(SEEDS),--seeds $(SEEDS)) $(if $(filter-out all,$(CHAPTERS)),--chapters $(CHAPTERS))
 
-colab-check:         ## the notebooks with Colab's package versions (constraints/colab.txt), one framework each
+colab-check:         ## the notebooks with Colab's package versions (constraints/colab.txt), one framework each (COLAB_FRAMEWORKS=swapped|both)
 	bash tools/colab_check.sh
 
 lab: $(STAMP)

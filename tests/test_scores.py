@@ -402,3 +402,33 @@ def test_chart_helpers_build_valid_specs_with_alt_text():
     for chart, alt_text in zip(charts, ["alt s", "alt c", "alt q"], strict=True):
         spec = chart.to_dict()                                  # validates against the Vega-Lite schema
         assert spec["description"] == alt_text
+
+
+
+@pytest.mark.parametrize("score", ["concat", "additive"])
+@pytest.mark.parametrize("t_q", [1, 3])
+def test_keras_tanh_scores_feed_their_dense_layers_rows(score, t_q, monkeypatch):
+    """TensorFlow 2.20 (Colab's) corrupts memory on a (B, 1, T_k, n) @ (n, m) product: a Dense layer on the 4-D
+    pairs of a decoding step (T_q = 1) killed Chapter 4's Keras kernel in `make colab-check`. The newer TensorFlow
+    here does not crash, so this checks the cause: every Dense inside the two tanh scores gets at most 3 axes."""
+    import keras
+
+    ranks, dense_call = [], keras.layers.Dense.call
+
+    def recording_call(self, x, *args, **kwargs):
+        ranks.append(len(x.shape))
+        return dense_call(self, x, *args, **kwargs)
+
+    monkeypatch.setattr(keras.layers.Dense, "call", recording_call)
+    rng = np.random.default_rng(0)
+    q, k = rng.normal(size=(4, t_q, 6)).astype("float32"), rng.normal(size=(4, 5, 6)).astype("float32")
+    torch.manual_seed(0)
+    tm = getattr(ac.torch, CLASSES[score])(*_args(score, 6, 6, 8))
+    km = getattr(ac.keras, CLASSES[score])(*_args(score, 6, 6, 8))
+    km(q, k)
+    assert ranks and max(ranks) <= 3, ranks
+    torch_to_keras(tm, km)
+    with torch.no_grad():
+        expected = tm(torch.as_tensor(q), torch.as_tensor(k)).numpy()
+    assert expected.shape == (4, t_q, 5)
+    np.testing.assert_allclose(np.asarray(km(q, k)), expected, rtol=RTOL, atol=ATOL)

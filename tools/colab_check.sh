@@ -4,7 +4,9 @@
 #     plus the other packages Colab preinstalls that the notebooks use;
 #  2. the helper package installed exactly as a notebook's Colab cell does it: `pip install <the package>`,
 #     with no constraints, so that its own requirements decide; then check that Colab's versions are unchanged;
-#  3. each chapter executed in the quick profile in one framework (alternating Keras and PyTorch).
+#  3. each chapter executed in the quick profile in one framework, alternating Keras and PyTorch from Chapter 1;
+#     COLAB_FRAMEWORKS=swapped runs the other half (PyTorch from Chapter 1), =keras or =pytorch one framework
+#     everywhere, =both each chapter twice (one kernel per framework, as on Colab).
 # Not part of `make test` (it downloads TensorFlow 2.20 once); run it before landing any dependency change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,10 +25,20 @@ if [ "$before" != "$after" ]; then
 fi
 echo "Colab's packages kept: $(echo $after | tr '\n' ' ')"
 status=0
+choice=${COLAB_FRAMEWORKS:-alternate}
 i=0
 for nb in book/[0-9][0-9]-*/*.ipynb; do
-  fw=$([ $((i % 2)) = 0 ] && echo keras || echo pytorch); i=$((i + 1))
-  COURSE_SCALE=quick COURSE_FRAMEWORKS=$fw COURSE_PROGRESS=0 "$VENV/bin/python" tools/run_notebook.py "$nb" \
-    | sed "s/^/[$fw] /" || status=1
+  case $choice in
+    alternate) fws=$([ $((i % 2)) = 0 ] && echo keras || echo pytorch) ;;
+    swapped) fws=$([ $((i % 2)) = 0 ] && echo pytorch || echo keras) ;;
+    keras|pytorch) fws=$choice ;;
+    both) fws="keras pytorch" ;;
+    *) echo "COLAB_FRAMEWORKS is alternate, swapped, keras, pytorch or both, not '$choice'"; exit 2 ;;
+  esac
+  i=$((i + 1))
+  for fw in $fws; do
+    COURSE_SCALE=quick COURSE_FRAMEWORKS=$fw COURSE_PROGRESS=0 "$VENV/bin/python" tools/run_notebook.py "$nb" \
+      | sed "s/^/[$fw] /" || status=1
+  done
 done
 exit $status

@@ -23,7 +23,7 @@ PEAK = "import resource; print('PEAK_RSS_KB', resource.getrusage(resource.RUSAGE
 def run(path: Path, out: Path | None = None, timeout: int = 1800) -> dict:
     import nbformat
     from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
+    from nbclient.exceptions import CellExecutionError, DeadKernelError
 
     nb = nbformat.read(path, as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell(PEAK))
@@ -35,6 +35,8 @@ def run(path: Path, out: Path | None = None, timeout: int = 1800) -> dict:
     except CellExecutionError as err:
         lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in str(err).splitlines() if line.strip()]
         error = next((line for line in reversed(lines) if "Error" in line), lines[-1] if lines else "error")[:400]
+    except DeadKernelError:   # a crash in a library (a segmentation fault, an abort) or the memory limit
+        error = f"the kernel died in code cell {client.code_cells_executed} (crashed, or killed for memory)"
     seconds = time.perf_counter() - start
     printed = "".join(o.get("text", "") for o in nb.cells[-1].get("outputs", []) if o.get("name") == "stdout")
     found = re.search(r"PEAK_RSS_KB (\d+)", printed)

@@ -84,7 +84,8 @@ class ConcatScore(_Score):
         q = ops.repeat(ops.expand_dims(query, 2), t_k, axis=2)       # (B, T_q, T_k, d_q)
         k = ops.repeat(ops.expand_dims(key, 1), t_q, axis=1)         # (B, T_q, T_k, d_k)
         pairs = ops.concatenate([q, k], axis=-1)                     # (B, T_q, T_k, d_q + d_k)
-        return ops.squeeze(self.v_a(ops.tanh(self.W_a(pairs))), -1)  # (B, T_q, T_k)
+        rows = ops.reshape(pairs, (-1, self.d_query + self.d_key))   # one pair per row (see AdditiveScore)
+        return ops.reshape(self.v_a(ops.tanh(self.W_a(rows))), ops.shape(pairs)[:3])  # (B, T_q, T_k)
 
     def get_config(self):
         return {**super().get_config(), "d_query": self.d_query, "d_key": self.d_key, "units": self.units}
@@ -105,7 +106,10 @@ class AdditiveScore(_Score):
         query, key = inputs.pair(query, key)                       # float tensors
         validate.score_shapes(self, query, key)
         hidden = ops.expand_dims(self.W_a(query), 2) + ops.expand_dims(self.U_a(key), 1)  # (B, T_q, T_k, units)
-        return ops.squeeze(self.v_a(ops.tanh(hidden)), -1)          # (B, T_q, T_k)
+        # v_a on one pair per row (B·T_q·T_k, units): TensorFlow 2.20's CPU kernel for a (B, 1, T_k, u) @ (u, 1)
+        # product, which a decoding step (T_q = 1) would ask for, corrupts memory and kills the kernel.
+        rows = ops.reshape(ops.tanh(hidden), (-1, self.units))
+        return ops.reshape(self.v_a(rows), ops.shape(hidden)[:3])  # (B, T_q, T_k)
 
     def get_config(self):
         return {**super().get_config(), "d_query": self.d_query, "d_key": self.d_key, "units": self.units}
