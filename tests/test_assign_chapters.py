@@ -4,6 +4,8 @@ exercise."""
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -104,6 +106,20 @@ def test_edition_is_a_complete_book(tmp_path):
         assert (edition / folder / f"{name}.py").is_file(), f"local extension {name} missing"
     for bib in config.get("bibtex_bibfiles", []):
         assert (edition / bib).is_file()
+    # the edition's own copy of the local extensions configures a book there (it once imported a tool that only
+    # the repository has, and `jupyter-book build edition/` stopped at its first step)
+    for name, folder in config["sphinx"].get("local_extensions", {}).items():
+        code = (f"import sys, types; sys.path[:0] = [{str(edition / folder)!r}]; import {name}\n"
+                "hooks = []\n"
+                "app = types.SimpleNamespace(add_lexer=lambda *a: None,\n"
+                "                            connect=lambda event, f, priority=500: hooks.append((event, f)))\n"
+                f"{name}.setup(app)\n"
+                "config = types.SimpleNamespace(nb_execution_cache_path='')\n"
+                "for event, f in hooks:\n"
+                "    if event == 'config-inited':\n"
+                "        f(app, config)\n")
+        done = subprocess.run([sys.executable, "-c", code], cwd=edition, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
     intro = (edition / "book" / "intro.md").read_text()
     linked = set(re.findall(r"\{doc\}`[^`<]+<(\d+-[^/>]+)/", intro))
     assert linked == {first}, f"the edition's intro links only to its own chapters, not {linked - {first}}"

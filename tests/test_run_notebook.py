@@ -14,7 +14,7 @@ def _notebook(tmp_path, *sources):
 def test_a_notebook_that_runs_reports_its_peak_memory(tmp_path):
     result = run(_notebook(tmp_path, "x = bytearray(50 * 2**20)"))
     assert result["ok"] and result["error"] is None
-    assert result["peak_rss_mb"] > 50 and result["seconds"] > 0
+    assert result["peak_rss_mb"] > 50
 
 
 def test_a_failed_assertion_is_reported_with_its_message(tmp_path):

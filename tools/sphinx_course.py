@@ -11,7 +11,9 @@
    configuration is missing from the static folders, the build warns (an error under ``-W``)
    instead of producing a book whose formulas, charts and widgets silently do not render.
 3. The notebooks' execution cache is the folder that ``tools/notebook_cache.py`` fills while nbval runs the
-   notebooks in ``make test`` (one per profile, settings and package source), so the book reuses that run.
+   notebooks in ``make test`` (one per profile, settings and package source), so the book reuses that run. An
+   instructor's edition (``course-assign``) carries this file without ``notebook_cache.py`` and keeps
+   jupyter-book's own cache.
 4. Exercises are numbered per chapter, "Exercise 2.3" (chapter 2, third exercise), not 1 … 16 across the book;
    the chapter number is the one in the chapter's folder name (``book/02-…``), so an edition with some of the
    chapters keeps their numbers.
@@ -75,8 +77,10 @@ def _check_static_files(app) -> None:
 
 
 def _use_notebook_cache(app, config) -> None:
-    from notebook_cache import cache_dir  # tools/ is on sys.path as the folder of local extensions
-
+    try:
+        from notebook_cache import cache_dir  # tools/ is on sys.path as the folder of local extensions
+    except ImportError:   # an instructor's edition (course-assign): no test run to share, the book runs its notebooks
+        return
     config.nb_execution_cache_path = str(cache_dir())
 
 
