@@ -1,6 +1,7 @@
 # Neural Attention course — the commands a learner, an instructor and a maintainer need.
 #   make book        build the HTML book (executes every notebook)        → _build/html/index.html
 #   make test        everything: lint, unit/property/parity tests, book (-W), nbval, browser test
+#   make test CHAPTERS=3   the same with only those chapters' notebooks, in a book of only those chapters
 #   make lint        ruff, notebooks stored without outputs, the chapters' layer cells, mypy (as pre-commit)
 #   make lab         JupyterLab on the book
 #   make assignment CHAPTERS=1,3   student notebooks, answer key and a book edition under assignments/
@@ -48,22 +49,30 @@ system:            ## npm (offline book assets) and a browser (browser test), fr
 vendor: $(STAMP) system
 	$(BIN)/python tools/vendor_static.py
 
+# BOOK_SOURCE: the folder holding _config.yml and _toc.yml (make test CHAPTERS=… builds _build/subset)
+BOOK_SOURCE ?= .
 book: $(STAMP) vendor
-	$(BIN)/jupyter-book build . -W -n --keep-going
-	@echo "Book built: $(abspath _build/html/index.html)"
+	$(BIN)/jupyter-book build $(BOOK_SOURCE) -W -n --keep-going
+	@echo "Book built: $(abspath $(BOOK_SOURCE)/_build/html/index.html)"
 
 # Each notebook runs once: nbval executes it (with the unit tests, on two workers: a notebook file stays on one
 # worker), tools/notebook_cache.py stores the executed copy in the book's execution cache, the book build
 # renders it from there, then the browser test reads the built book.
 # Each phase's wall time is printed as it ends and again, all together, at the end (_build/test-times.txt).
+# CHAPTERS=1,3 (or 2-4): every unit test, but only those chapters' notebooks, and a book of the introduction, those
+# chapters and the references (tools/subset_book.py writes it into _build/subset), a quicker check while writing a
+# chapter. CI runs all of them.
+TEST_BOOK := $(if $(filter-out all,$(CHAPTERS)),_build/subset,.)
 test: export COURSE_SCALE = quick
 test: export TEST_TIMES = $(abspath _build/test-times.txt)
 test: $(STAMP) system
 	@mkdir -p _build && : > $(TEST_TIMES)
+	@echo book > _build/test-notebooks.txt
+	$(if $(filter-out all,$(CHAPTERS)),$(BIN)/python tools/subset_book.py $(CHAPTERS) > _build/test-notebooks.txt)
 	bash tools/timed.sh lint $(MAKE) --no-print-directory lint
-	bash tools/timed.sh "unit tests and notebooks" $(BIN)/python -m pytest -n 2 --dist loadfile -p tools.notebook_cache -m "not browser" $(NBVAL) tests book
-	bash tools/timed.sh book $(MAKE) --no-print-directory book
-	bash tools/timed.sh "browser tests" $(BIN)/python -m pytest -m browser tests
+	bash tools/timed.sh "unit tests and notebooks" $(BIN)/python -m pytest -n 2 --dist loadfile -p tools.notebook_cache -m "not browser" $(NBVAL) tests $$(cat _build/test-notebooks.txt)
+	bash tools/timed.sh book $(MAKE) --no-print-directory book BOOK_SOURCE=$(TEST_BOOK)
+	COURSE_BOOK_HTML=$(abspath $(TEST_BOOK)/_build/html) bash tools/timed.sh "browser tests" $(BIN)/python -m pytest -m browser tests
 	@echo "make test, wall time per phase:" && cat $(TEST_TIMES)
 
 lint: $(STAMP)     ## what .pre-commit-config.yaml runs: ruff, stripped notebooks, layer cells, mypy

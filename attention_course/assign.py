@@ -152,7 +152,7 @@ def _toc_files(node: object) -> set[str]:
     return own.union(*map(_toc_files, node.values()))
 
 
-def _edition_toc(repo_root: Path, book_rel: str, folders: list[str]) -> dict:
+def edition_toc(repo_root: Path, book_rel: str, folders: list[str]) -> dict:
     """The repo's ``_toc.yml`` (or a fresh one) restricted to the chosen chapter folders; chosen
     notebooks that the repo's toc does not mention are appended as chapters."""
     prefixes = tuple(f"{book_rel}/{f}/" for f in folders)
@@ -185,7 +185,7 @@ def _edition_toc(repo_root: Path, book_rel: str, folders: list[str]) -> dict:
 _DOC_LINK = re.compile(r"\{doc\}`([^`<]+?)\s*<(\d+-[^/>]+)/[^>]*>`")
 
 
-def _unlink_missing_chapters(book: Path, kept: set[str]) -> None:
+def unlink_missing_chapters(book: Path, kept: set[str]) -> None:
     """In the edition's top-level pages, ``{doc}`` links to chapters left out become plain text."""
     for page in book.glob("*.md"):
         text = page.read_text(encoding="utf-8")
@@ -315,7 +315,7 @@ def _write(out: Path, chosen: list[int], available: dict[int, Path],
                 written[kind].append(target)
     edition = written["edition"] = out / "edition"
     book_rel = book.relative_to(root).as_posix()
-    toc = _edition_toc(root, book_rel, [available[c].name for c in chosen])
+    toc = edition_toc(root, book_rel, [available[c].name for c in chosen])
     (edition / book_rel).mkdir(parents=True)
     (edition / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
     if (root / "_config.yml").is_file():
@@ -335,7 +335,7 @@ def _write(out: Path, chosen: list[int], available: dict[int, Path],
         (edition / f"{start}.md").write_text("# Neural Attention\n")
     for c in chosen:
         shutil.copytree(available[c], edition / book_rel / available[c].name, ignore=_IGNORE)
-    _unlink_missing_chapters(edition / book_rel, {available[c].name for c in chosen})
+    unlink_missing_chapters(edition / book_rel, {available[c].name for c in chosen})
     readme = written["readme"] = out / "README.md"
     readme.write_text(
         f"# Course assignments: chapters {', '.join(map(str, chosen))}\n\n"
