@@ -1,7 +1,7 @@
 # Neural Attention course — the commands a learner, an instructor and a maintainer need.
 #   make book        build the HTML book (executes every notebook)        → _build/html/index.html
 #   make test        everything: lint, unit/property/parity tests, book (-W), nbval, browser test
-#   make test CHAPTERS=3   the same with only those chapters' notebooks, in a book of only those chapters
+#   make test CHAPTERS=3   the same for some chapters: the shared tests, their tests and notebooks, a book of them
 #   make lint        ruff, notebooks stored without outputs, the chapters' layer cells, mypy (as pre-commit)
 #   make lab         JupyterLab on the book
 #   make assignment CHAPTERS=1,3   student notebooks, answer key and a book edition under assignments/
@@ -59,11 +59,13 @@ book: $(STAMP) vendor
 # worker), tools/notebook_cache.py stores the executed copy in the book's execution cache, the book build
 # renders it from there, then the browser test reads the built book.
 # Each phase's wall time is printed as it ends and again, all together, at the end (_build/test-times.txt).
-# CHAPTERS=1,3 (or 2-4): every unit test, but only those chapters' notebooks, and a book of the introduction, those
-# chapters and the references (tools/subset_book.py writes it into _build/subset), a quicker check while writing a
-# chapter. CI runs all of them.
+# CHAPTERS=1,3 (or 2-4): the shared tests and those chapters' tests and notebooks (a test belongs to a chapter by its
+# `chapter` mark or the chapter notebook it takes, tests/conftest.py), and a book of the introduction, those chapters
+# and the references (tools/subset_book.py writes it into _build/subset): a quicker check while writing a chapter.
+# CI runs all of them.
 TEST_BOOK := $(if $(filter-out all,$(CHAPTERS)),_build/subset,.)
 test: export COURSE_SCALE = quick
+test: export COURSE_TEST_CHAPTERS = $(CHAPTERS)
 test: export TEST_TIMES = $(abspath _build/test-times.txt)
 test: $(STAMP) system
 	@mkdir -p _build && : > $(TEST_TIMES)

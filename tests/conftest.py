@@ -1,11 +1,14 @@
-"""Shared test set-up: quiet frameworks, point the data registry at the offline copies when present."""
+"""Shared test set-up: quiet frameworks, point the data registry at the offline copies when present, and, for
+`make test CHAPTERS=...` (``COURSE_TEST_CHAPTERS``), leave out the tests of the other chapters."""
 
 import os
+import re
 from pathlib import Path
 
 import pytest
 
 from attention_course._quiet import quiet_frameworks
+from attention_course.arrays import to_numpy  # noqa: F401  (the tests import it from here)
 
 ROOT = Path(__file__).resolve().parents[1]
 quiet_frameworks()
@@ -23,14 +26,6 @@ def fw(request):
     return ac.keras if request.param == "keras" else ac.torch
 
 
-def to_numpy(x):
-    import numpy as np
-
-    if hasattr(x, "detach"):
-        return x.detach().cpu().numpy()
-    return np.asarray(x)
-
-
 def as_input(fw_module, x):
     """A NumPy array as an input of the framework under test."""
     if fw_module.__name__.endswith(".torch"):
@@ -45,3 +40,29 @@ try:  # the same choice as ac.setup(): one CPU thread for the small models of th
     torch.set_num_threads(int(os.environ.get("COURSE_TORCH_THREADS", "1")))
 except ImportError:  # pragma: no cover
     pass
+
+
+def _chapters_of(item) -> set[int]:
+    """The chapters a test belongs to: those of its ``chapter`` marks, and that of a chapter notebook it is
+    parametrized with (``book/NN-…/…``). Empty for a test of the shared package."""
+    found = {n for mark in item.iter_markers("chapter") for n in mark.args}
+    for value in getattr(getattr(item, "callspec", None), "params", {}).values():
+        if isinstance(value, Path) and (m := re.search(r"book/(\d\d)-[^/]+/", value.as_posix())):
+            found.add(int(m.group(1)))
+    return found
+
+
+def pytest_collection_modifyitems(config, items):
+    spec = os.environ.get("COURSE_TEST_CHAPTERS", "all")
+    if spec.strip().lower() == "all":
+        return
+    from attention_course.assign import parse_chapters
+
+    chosen = set(parse_chapters(spec))
+    keep, other = [], []
+    for item in items:
+        chapters = _chapters_of(item)
+        (other if chapters and not chapters & chosen else keep).append(item)
+    if other:
+        config.hook.pytest_deselected(items=other)
+        items[:] = keep

@@ -19,6 +19,8 @@ from attention_course.data import scenes, synthetic
 from attention_course.data import translation as td
 from attention_course.errors import ConfigError, InputError, MissingFileError, ShapeError
 
+pytestmark = pytest.mark.chapter(5, 8)   # Chapters 5 and 8: `make test CHAPTERS=...` picks by it
+
 B, S, T, V_SRC, V_TGT = 3, 6, 4, 20, 16
 RIGHT = np.arange(S)[None, :] < np.array([S, S - 2, 1])[:, None]          # (B, S) right-padded, lengths 6, 4, 1
 

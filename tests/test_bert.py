@@ -17,6 +17,8 @@ from attention_course import pretrained
 from attention_course.data.download import ChecksumError
 from attention_course.errors import ConfigError, ShapeError
 
+pytestmark = pytest.mark.chapter(7, 9)   # Chapters 7 and 9: `make test CHAPTERS=...` picks by it
+
 transformers = pytest.importorskip("transformers")
 RTOL, ATOL = 1e-4, 1e-5
 

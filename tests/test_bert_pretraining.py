@@ -15,6 +15,8 @@ from attention_course import pretrained
 from attention_course.errors import InputError, ShapeError
 from attention_course.experiments import chapter9 as c9
 
+pytestmark = pytest.mark.chapter(9)   # Chapter 9: `make test CHAPTERS=...` picks by it
+
 SIZES = {"vocab": 50, "d_model": 16, "heads": 4, "layers": 2, "d_ff": 32, "max_len": 12}
 
 

@@ -14,6 +14,8 @@ from attention_course.errors import ConfigError, ShapeError
 from attention_course.experiments import chapter6 as c6
 from attention_course.parity import torch_to_keras
 
+pytestmark = pytest.mark.chapter(6)   # Chapter 6: `make test CHAPTERS=...` picks by it
+
 RTOL, ATOL = 1e-5, 1e-5
 KINDS = ("none", "mean", "soft", "hard")
 SMALL = {"n_train": 64, "n_test": 24, "canvas": 48, "embed": 8, "hidden": 16, "dim": 12, "units": 10,

@@ -13,6 +13,8 @@ from attention_course.decode import beam_search, beam_step, exhaustive_search, g
 from attention_course.errors import ConfigError, ShapeError
 from attention_course.text import BOS, EOS, PAD
 
+pytestmark = pytest.mark.chapter(5, 8)   # Chapters 5 and 8: `make test CHAPTERS=...` picks by it
+
 SRC = np.array([[5, 6, 7], [8, 9, 0], [4, 0, 0]])          # (B, S) = (3, 3), padded at the end
 MASK = SRC != PAD
 

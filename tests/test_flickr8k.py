@@ -28,6 +28,8 @@ from attention_course.errors import ConfigError, CourseError
 from attention_course.experiments import chapter6 as c6
 from attention_course.pretrained import ModelUnavailableError
 
+pytestmark = pytest.mark.chapter(6)   # Chapter 6: `make test CHAPTERS=...` picks by it
+
 Image = pytest.importorskip("PIL.Image")
 
 SPLIT_IMAGES = {"train": ["1000_a.jpg", "1001_b.jpg", "1002_c.jpg"], "dev": ["2000_d.jpg", "2001_e.jpg"],

@@ -14,6 +14,8 @@ from attention_course.errors import ConfigError, InputError, ShapeError
 from attention_course.experiments import chapter6 as c6
 from attention_course.parity import torch_to_keras
 
+pytestmark = pytest.mark.chapter(6)   # Chapter 6: `make test CHAPTERS=...` picks by it
+
 # ---- the cluttered canvases ------------------------------------------------------------------------------------
 
 

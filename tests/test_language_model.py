@@ -14,6 +14,8 @@ from attention_course.errors import ConfigError, ShapeError
 from attention_course.experiments import chapter8 as c8
 from attention_course.parity import torch_to_keras
 
+pytestmark = pytest.mark.chapter(8)   # Chapter 8: `make test CHAPTERS=...` picks by it
+
 RTOL, ATOL = 1e-5, 1e-5
 V, D, H, FF = 23, 16, 4, 32
 

@@ -13,6 +13,8 @@ import attention_course as ac
 from attention_course.errors import ConfigError, ShapeError
 from attention_course.parity import torch_to_keras
 
+pytestmark = pytest.mark.chapter(7, 8, 9)   # Chapters 7, 8 and 9: `make test CHAPTERS=...` picks by it
+
 RTOL, ATOL = 1e-5, 1e-5
 B, T, D, H = 3, 7, 16, 4
 

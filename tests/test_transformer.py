@@ -13,6 +13,8 @@ from attention_course import decode
 from attention_course.errors import ConfigError, InputError, ShapeError
 from attention_course.parity import torch_to_keras
 
+pytestmark = pytest.mark.chapter(8, 9)   # Chapters 8 and 9: `make test CHAPTERS=...` picks by it
+
 RTOL, ATOL = 1e-5, 1e-5
 D, H, FF = 16, 4, 32
 

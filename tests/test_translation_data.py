@@ -22,6 +22,8 @@ from attention_course.data import (
 from attention_course.errors import ConfigError, InputError
 from attention_course.text import BOS, EOS, PAD, SPECIALS, UNK
 
+pytestmark = pytest.mark.chapter(5, 8)   # Chapters 5 and 8: `make test CHAPTERS=...` picks by it
+
 NEEDED = [("spa-eng", "spa.txt")] + [
     ("multi30k", f"{stem}.{lang}.gz") for stem in ("train", "val", "test_2016_flickr") for lang in ("de", "en")
 ]

@@ -8,6 +8,8 @@ import sacrebleu
 from attention_course import translation_metrics as tm
 from attention_course.data import synthetic
 
+pytestmark = pytest.mark.chapter(5, 8)   # Chapters 5 and 8: `make test CHAPTERS=...` picks by it
+
 HYPS = ["The cat sat on the mat.", "A dog barked loudly at the mailman.", "It is raining today"]
 REFS = ["The cat sat on a mat.", "The dog barked at the mailman.", "It rains today."]
 

@@ -10,6 +10,8 @@ import attention_course as ac
 from attention_course import decode
 from attention_course.parity import torch_to_keras
 
+pytestmark = pytest.mark.chapter(5, 8)   # Chapters 5 and 8: `make test CHAPTERS=...` picks by it
+
 RTOL, ATOL = 1e-5, 1e-6
 KINDS = ("none", "bahdanau", "luong")
 
