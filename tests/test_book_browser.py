@@ -533,3 +533,22 @@ def test_exercises_are_numbered_per_chapter(audit):
 def test_framework_cells_are_highlighted(audit):
     _fail_on([f"{r.url}: {text}" for r in audit.values() for text in r.reading.get("plain", [])],
              "framework cells shown as plain text")
+
+
+STALE = re.compile(r"in preparation|first part|the seeds|seeds' worked", re.IGNORECASE)
+
+
+def _page_text(path: Path) -> str:
+    html = path.read_text(encoding="utf-8", errors="replace")
+    html = re.sub(r"<(script|style)\b.*?</\1>", " ", html, flags=re.DOTALL | re.IGNORECASE)
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+
+
+def test_no_stale_or_opaque_words_in_the_book(book_dir, pages):
+    """No "in preparation", "first part" or "the seeds": a reader cannot act on them."""
+    problems = []
+    for rel in pages:
+        for m in STALE.finditer(_page_text(book_dir / rel)):
+            text = _page_text(book_dir / rel)
+            problems.append(f"{rel}: …{text[max(0, m.start() - 60):m.end() + 60]}…")
+    _fail_on(problems, "stale or opaque words in the built book")
