@@ -10,8 +10,9 @@ CLI: ``course-assign --chapters 1,3 --out assignments/ [--book book] [--root .] 
 The export never leaves a half-written folder and never overwrites what it did not write: every notebook is
 transformed (markers checked) before anything is written, the export is written into a temporary folder next
 to ``--out`` and moved into place at the end. An existing non-empty ``--out`` is refused unless ``--force`` is
-given *and* it is a previous export (it holds the marker file ``.course-assign``); the repository root (or a
-folder above it) and any folder inside the book are refused whatever the flags.
+given *and* it is a previous export (it holds the marker file ``.course-assign``), which is then moved aside
+to ``<out>.replaced-<date>-<time>``, never deleted; the repository root (or a folder above it) and any folder
+inside the book are refused whatever the flags.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import re
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import nbformat
@@ -32,43 +34,88 @@ from nbformat import NotebookNode
 from .errors import CourseError
 
 STUB = 'raise NotImplementedError("Exercise: write your solution here")'
-_CODE_BEGIN = re.compile(r"^(\s*)#+\s*BEGIN SOLUTION\s*$")
-_CODE_END = re.compile(r"^\s*#+\s*END SOLUTION\s*$")
-_MD_BEGIN = re.compile(r"^\s*<!--\s*BEGIN SOLUTION\s*-->\s*$")
-_MD_END = re.compile(r"^\s*<!--\s*END SOLUTION\s*-->\s*$")
+# A marker is a line of its own. Any spelling counts: case, spaces, leading '#'s, trailing words or '#'s
+# (`### BEGIN SOLUTION`, `## begin  solution ##`, `# End Solution (part b)`), and in markdown and raw cells
+# also an HTML comment (`<!-- BEGIN SOLUTION -->`). A line that names the phrase in any other way (inline,
+# after code) is refused: it would otherwise be copied into the student's notebook with the answer around it.
+_PHRASE = re.compile(r"\b(BEGIN|END)\s*SOLUTION\b", re.IGNORECASE)
+_COMMENT = re.compile(r"^([ \t]*)#+[ \t]*(BEGIN|END)[ \t]*SOLUTION\b[^\n]*$", re.IGNORECASE)
+_HTML = re.compile(r"^([ \t]*)<!--[ \t]*(BEGIN|END)[ \t]*SOLUTION\b.*-->[ \t]*$", re.IGNORECASE)
+_FORMS = {"code": (_COMMENT,), "markdown": (_HTML, _COMMENT), "raw": (_HTML, _COMMENT)}
+_ATTACHMENT = re.compile(r"attachment:([^)\s\"'>]+)")
+_TEXT_FILES = {".py": "code", ".md": "markdown", ".txt": "raw", ".rst": "raw", ".yml": "raw", ".yaml": "raw",
+               ".json": "raw", ".csv": "raw", ".tex": "raw", ".html": "raw"}
 _CHAPTER_DIR = re.compile(r"^(\d+)-")
 _SKIPPED = (".ipynb_checkpoints", "__pycache__", "_build", ".DS_Store")
 _IGNORE = shutil.ignore_patterns(*_SKIPPED)
 _IMAGES = {".png", ".svg", ".jpg", ".jpeg", ".gif", ".ico"}
 MARKER = ".course-assign"  # written into every export: --force replaces only folders that hold it
-_EXPORT_ENTRIES = {"student", "key", "edition", "README.md", MARKER}
 
 
 class AssignError(CourseError, ValueError):
     """Bad markers, an unknown chapter, a malformed chapter spec or an output folder that is not safe to use."""
 
 
-def _rewrite(source: str, begin: re.Pattern, end: re.Pattern, keep: bool, stub: bool, where: str) -> str:
-    """Remove solution markers; drop the marked region unless ``keep``, stubbing it if ``stub``."""
+def _marker(line: str, kind: str, where: str, n: int) -> tuple[str, str] | None:
+    """``("BEGIN" | "END", indentation)`` for a marker line, None for a line without the phrase; a line that
+    names the phrase but is not a marker line raises :class:`AssignError` naming the place and the line."""
+    if not _PHRASE.search(line):
+        return None
+    for form in _FORMS[kind]:
+        if m := form.match(line.rstrip("\r\n")):
+            return m.group(2).upper(), m.group(1)
+    shapes = "`### BEGIN SOLUTION`" if kind == "code" else "`<!-- BEGIN SOLUTION -->`"
+    raise AssignError(f"{where}, line {n + 1}: {line.strip()!r} names a solution marker but is not a marker line; "
+                      f"put the marker on a line of its own, e.g. {shapes}")
+
+
+def _rewrite(source: str, kind: str, keep: bool, stub: bool, where: str) -> str:
+    """Remove solution markers; drop the marked region unless ``keep``, stubbing it if ``stub``. The stub takes
+    the indentation of the region's first line (a marker at column 0 inside a ``def`` still gives valid code)."""
     out: list[str] = []
     open_at: int | None = None
+    pending: str | None = None          # a stub not yet written: the BEGIN marker's indentation
     for n, line in enumerate(source.splitlines(keepends=True)):
-        if m := begin.match(line):
+        found = _marker(line, kind, where, n)
+        if found and found[0] == "BEGIN":
             if open_at is not None:
                 raise AssignError(f"{where}: nested BEGIN SOLUTION at line {n + 1} (open at {open_at + 1})")
             open_at = n
-            if stub and not keep:
-                out.append(f"{m.group(1)}{STUB}\n")
-        elif end.match(line):
+            pending = found[1] if stub and not keep else None
+        elif found:
             if open_at is None:
                 raise AssignError(f"{where}: END SOLUTION at line {n + 1} without a BEGIN SOLUTION")
-            open_at = None
+            if pending is not None:
+                out.append(f"{pending}{STUB}\n")
+            open_at = pending = None
         elif open_at is None or keep:
             out.append(line)
+        elif pending is not None and line.strip():
+            out.append(f"{line[:len(line) - len(line.lstrip())]}{STUB}\n")
+            pending = None
     if open_at is not None:
         raise AssignError(f"{where}: BEGIN SOLUTION at line {open_at + 1} has no END SOLUTION")
     result = "".join(out)
     return result[:-1] if result.endswith("\n") and not source.endswith("\n") else result
+
+
+def _python(source: str) -> str:
+    """A code cell as the Python the kernel runs (IPython magics turned into calls); a cell magic's body is
+    checked as Python too, since ``%%keras`` and ``%%pytorch`` cells hold the course's code."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    if source.lstrip().startswith("%%"):
+        source = source.lstrip().split("\n", 1)[1] if "\n" in source.lstrip() else ""
+    return TransformerManager().transform_cell(source)
+
+
+def _check_compiles(source: str, where: str) -> None:
+    try:
+        compile(_python(source), where, "exec")
+    except SyntaxError as err:
+        raise AssignError(f"{where}: the student copy of this cell is not valid Python after its solution was "
+                          f"removed (line {err.lineno}: {err.msg}); check the indentation of its solution "
+                          "markers") from None
 
 
 def _transform(nb: NotebookNode, keep: bool, name: str) -> NotebookNode:
@@ -78,17 +125,20 @@ def _transform(nb: NotebookNode, keep: bool, name: str) -> NotebookNode:
     for i, cell in enumerate(nb.cells):
         where = f"{name}, cell {i}"
         tags = cell.metadata.get("tags", [])
+        if not keep and "solution" in tags and cell.cell_type != "code":
+            continue
+        source = _rewrite(cell.source, cell.cell_type if cell.cell_type in _FORMS else "raw", keep,
+                          cell.cell_type == "code", where)
         if cell.cell_type == "code":
-            source = _rewrite(cell.source, _CODE_BEGIN, _CODE_END, keep, True, where)
             if not keep and "solution" in tags and source == cell.source:
                 source = STUB  # a whole-cell solution without markers
-            cell.source = source
-        elif cell.cell_type == "markdown":
-            if not keep and "solution" in tags:
-                continue
-            cell.source = _rewrite(cell.source, _MD_BEGIN, _MD_END, keep, False, where)
-        if cell.cell_type == "code":
+            if not keep and source != cell.source:
+                _check_compiles(source, where)
             cell.outputs, cell.execution_count = [], None
+        if "attachments" in cell and source != cell.source:  # an image that only the solution showed goes too
+            used = set(_ATTACHMENT.findall(source))
+            cell.attachments = {k: v for k, v in cell.attachments.items() if k in used}
+        cell.source = source
         cell.metadata.pop("execution", None)
         cells.append(cell)
     nb.cells = cells
@@ -195,13 +245,9 @@ def unlink_missing_chapters(book: Path, kept: set[str]) -> None:
 
 
 def _is_export(folder: Path) -> bool:
-    """True for a folder written by :func:`export`: it holds the marker file, or (exports made before the
-    marker existed) only ``student``, ``key``, ``edition`` and a ``README.md`` written by the export."""
-    if (folder / MARKER).is_file():
-        return True
-    readme = folder / "README.md"
-    return ({p.name for p in folder.iterdir()} <= _EXPORT_ENTRIES and readme.is_file()
-            and readme.read_text(encoding="utf-8", errors="replace").startswith("# Course assignments"))
+    """True for a folder written by :func:`export`: it holds the marker file. A folder that merely looks like
+    an export (a README starting "# Course assignments") is not one: it may hold an instructor's own files."""
+    return (folder / MARKER).is_file()
 
 
 def _check_out(out: Path, root: Path, book: Path, force: bool) -> None:
@@ -218,10 +264,11 @@ def _check_out(out: Path, root: Path, book: Path, force: bool) -> None:
     if out.is_dir() and any(out.iterdir()):
         if not force:
             raise AssignError(f"--out {out} already exists and is not empty; choose a new folder, or pass --force "
-                              "(force=True) to replace a previous export")
+                              "(force=True) to move a previous export aside and write a new one")
         if not _is_export(out):
             raise AssignError(f"--out {out} is not empty and is not a previous export (it has no {MARKER} file): "
                               "--force only replaces exports; move its files away or choose another folder")
+
 
 
 def _transform_all(chosen: list[int], available: dict[int, Path]) -> dict[Path, tuple[NotebookNode, NotebookNode]]:
@@ -238,20 +285,32 @@ def _transform_all(chosen: list[int], available: dict[int, Path]) -> dict[Path, 
     return done
 
 
-def _move_into_place(tmp: Path, out: Path) -> None:
-    """Rename the finished export ``tmp`` to ``out``; an existing ``out`` (empty, or a previous export) is
-    renamed away first and deleted only once the new export is in place."""
+def _aside(out: Path) -> Path:
+    """A new sibling name for a replaced export: ``<out>.replaced-<date>-<time>[-n]``."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    candidate, n = out.with_name(f"{out.name}.replaced-{stamp}"), 1
+    while candidate.exists():
+        candidate, n = out.with_name(f"{out.name}.replaced-{stamp}-{n}"), n + 1
+    return candidate
+
+
+def _move_into_place(tmp: Path, out: Path) -> Path | None:
+    """Rename the finished export ``tmp`` to ``out``. An empty ``out`` is removed; a previous export is never
+    deleted (an instructor may have added files to it): it is renamed to ``<out>.replaced-<date>-<time>``,
+    whose path is returned."""
+    if out.is_dir() and not any(out.iterdir()):
+        out.rmdir()
     if not out.exists():
         os.replace(tmp, out)
-        return
-    old = tmp.with_name(tmp.name + ".old")
+        return None
+    old = _aside(out)
     os.replace(out, old)
     try:
         os.replace(tmp, out)
     except BaseException:
         os.replace(old, out)
         raise
-    shutil.rmtree(old, ignore_errors=True)
+    return old
 
 
 def export(chapters: list[int] | str, out_dir: str | Path, book_dir: str | Path = "book",
@@ -259,12 +318,15 @@ def export(chapters: list[int] | str, out_dir: str | Path, book_dir: str | Path 
     """Write ``student/``, ``key/`` and ``edition/`` (plus ``README.md``) under ``out_dir``.
 
     ``book_dir`` is relative to ``repo_root`` unless absolute. ``out_dir`` must not exist or be empty; with
-    ``force=True`` it may also be a previous export, which is then replaced. It may not be the repository root,
+    ``force=True`` it may also be a previous export, which is then moved aside, never deleted, to
+    ``<out_dir>.replaced-<date>-<time>`` (returned as ``"replaced"``). It may not be the repository root,
     a folder above it, or a folder inside the book. Everything is checked first and written into a temporary
     folder, moved into place at the end: on any error nothing changes. Student and key folders also get the
     chapter's other files (images, small data) so that the notebooks run. The edition holds the *full*
     chapters (solutions included) for the instructor's own site. Returns the paths written:
-    ``{"chapters", "student", "key", "edition", "readme"}``.
+    ``{"chapters", "student", "key", "edition", "readme", "replaced"}`` (``replaced``: where the previous export
+    went, or None). The student copies of the chapter's other text files (a ``.md`` page, a helper ``.py``)
+    lose their solution regions as the notebooks do.
     """
     root, out = Path(repo_root).resolve(), Path(out_dir).resolve()
     book = (root / book_dir).resolve()
@@ -289,14 +351,32 @@ def export(chapters: list[int] | str, out_dir: str | Path, book_dir: str | Path 
     try:
         written = _write(tmp, chosen, available, notebooks, root, book)
         (tmp / MARKER).write_text("Written by course-assign: `course-assign --force` may replace this folder.\n")
-        _move_into_place(tmp, out)
+        replaced = _move_into_place(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     for kind in ("student", "key"):
         written[kind] = [out / p.relative_to(tmp) for p in written[kind]]
     for kind in ("edition", "readme"):
         written[kind] = out / written[kind].relative_to(tmp)
+    written["replaced"] = replaced
     return written
+
+
+def _strip_files(dest: Path, folder: Path) -> None:
+    """Solution regions out of the student copies of a chapter's other text files (markers as in notebooks);
+    a file that names the phrase without proper markers is refused, never copied through."""
+    for path in sorted(p for p in dest.rglob("*") if p.is_file()):
+        kind = _TEXT_FILES.get(path.suffix.lower())
+        if kind is None:
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if not _PHRASE.search(text):
+            continue
+        where = str(folder / path.relative_to(dest))
+        stripped = _rewrite(text, kind, keep=False, stub=kind == "code", where=where)
+        if kind == "code":
+            _check_compiles(stripped, where)
+        path.write_text(stripped, encoding="utf-8")
 
 
 def _write(out: Path, chosen: list[int], available: dict[int, Path],
@@ -308,6 +388,8 @@ def _write(out: Path, chosen: list[int], available: dict[int, Path],
         for index, kind in enumerate(("student", "key")):
             dest = out / kind / folder.name
             shutil.copytree(folder, dest, ignore=shutil.ignore_patterns("*.ipynb", *_SKIPPED))
+            if kind == "student":
+                _strip_files(dest, folder)
             for nb_path in _notebooks(folder):
                 target = dest / nb_path.relative_to(folder)
                 target.parent.mkdir(parents=True, exist_ok=True)
@@ -420,6 +502,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"chapters: {', '.join(map(str, res['chapters']))}")
     print("\n".join(f"wrote {p}" for p in [*res["student"], *res["key"], res["edition"], res["readme"]]))
+    if res["replaced"]:
+        print(f"the previous export was moved, untouched, to {res['replaced']}")
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -263,25 +264,33 @@ def test_non_empty_folder_needs_force_and_a_previous_export(repo: Path, tmp_path
         assign.export([1], tmp_path / "a-file", repo_root=repo, force=True)
 
 
-def test_force_replaces_a_previous_export(repo: Path, tmp_path: Path) -> None:
+def test_force_moves_a_previous_export_aside(repo: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     empty = tmp_path / "empty"
     empty.mkdir()
     assign.export([1], empty, repo_root=repo)  # an existing empty folder is fine
     assign.export([1], out, repo_root=repo)
     assert (out / assign.MARKER).is_file()
+    (out / "student" / "graded.ipynb").write_text("an instructor's graded notebook")
+    (out / "notes.md").write_text("my notes")
+    before = snapshot(out)
     res = assign.export([2], out, repo_root=repo, force=True)
     assert sorted(p.name for p in (out / "student").iterdir()) == ["02-beta"]
     assert res["readme"] == out / "README.md" and res["student"] == [out / "student" / "02-beta" / "beta.ipynb"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "out", "repo"]
+    # nothing of the old export is lost: every byte is in the folder named in the result
+    assert res["replaced"].parent == tmp_path and res["replaced"].name.startswith("out.replaced-")
+    assert snapshot(res["replaced"]) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "out", res["replaced"].name, "repo"]
 
 
-def test_force_replaces_an_export_made_before_the_marker(repo: Path, tmp_path: Path) -> None:
+def test_force_refuses_a_folder_that_only_looks_like_an_export(repo: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     assign.export([1], out, repo_root=repo)
     (out / assign.MARKER).unlink()
-    assign.export([2], out, repo_root=repo, force=True)
-    assert (out / "student" / "02-beta").is_dir() and not (out / "student" / "01-alpha").exists()
+    before = snapshot(out)
+    with pytest.raises(assign.AssignError, match="not a previous export"):
+        assign.export([2], out, repo_root=repo, force=True)
+    assert snapshot(out) == before
 
 
 @pytest.mark.parametrize("where", [".", "..", "book", "book/01-alpha", "book/01-alpha/assignments", "book/new"])
@@ -310,3 +319,97 @@ def test_cli_repeated_export_with_force(repo: Path, tmp_path: Path, capsys: pyte
     assert (tmp_path / "assignments" / "student" / "02-beta" / "beta.ipynb").is_file()
     assert assign.main(["--chapters", "1", "--out", str(repo), "--root", str(repo), "--force"]) == 2
     assert "repository root" in capsys.readouterr().err
+
+
+def _one_cell(cell) -> nbformat.NotebookNode:
+    return new_notebook(cells=[cell])
+
+
+@pytest.mark.parametrize("begin, end", [
+    ("### BEGIN SOLUTION", "### END SOLUTION"),
+    ("### BEGIN  SOLUTION", "###   END SOLUTION"),
+    ("# begin solution", "# end solution"),
+    ("## Begin Solution ##", "## End Solution ##"),
+    ("### BEGIN SOLUTION (part a)", "### END SOLUTION, part a"),
+    ("#BEGIN SOLUTION", "#END SOLUTION"),
+])
+def test_every_spelling_of_a_code_marker_is_a_marker(begin: str, end: str) -> None:
+    cell = new_code_cell(f"def f(x):\n    {begin}\n    SECRET = 1\n    return x\n    {end}\n")
+    student = assign.strip_solutions(_one_cell(cell)).cells[0].source
+    assert "SECRET" not in student and not re.search(r"(?i)(begin|end)\s*solution", student), student
+    assert assign.STUB in student
+    key = assign.answer_key(_one_cell(cell)).cells[0].source
+    assert "SECRET" in key and "solution" not in key.lower()
+
+
+@pytest.mark.parametrize("kind, begin, end", [
+    ("markdown", "<!-- BEGIN SOLUTION -->", "<!-- END SOLUTION -->"),
+    ("markdown", "<!-- begin  solution -->", "<!--end solution-->"),
+    ("markdown", "### BEGIN SOLUTION", "### END SOLUTION"),
+    ("raw", "<!-- BEGIN SOLUTION -->", "<!-- END SOLUTION -->"),
+    ("raw", "### BEGIN SOLUTION", "### END SOLUTION"),
+])
+def test_markdown_and_raw_markers_in_any_spelling(kind: str, begin: str, end: str) -> None:
+    make = new_markdown_cell if kind == "markdown" else nbformat.v4.new_raw_cell
+    cell = make(f"Question.\n{begin}\nSECRET answer\n{end}\nAfter.")
+    student = assign.strip_solutions(_one_cell(cell)).cells[0].source
+    assert student == "Question.\nAfter.", student
+
+
+@pytest.mark.parametrize("make, source", [
+    (new_code_cell, "x = 1  # BEGIN SOLUTION\nSECRET = 2\n# END SOLUTION"),
+    (new_code_cell, "print('END SOLUTION')"),
+    (new_markdown_cell, "The answer <!-- BEGIN SOLUTION --> SECRET <!-- END SOLUTION -->"),
+    (new_markdown_cell, "Some text BEGIN SOLUTION\nSECRET\nEND SOLUTION"),
+])
+def test_a_marker_that_is_not_a_line_of_its_own_is_refused_naming_cell_and_line(make, source: str) -> None:
+    with pytest.raises(assign.AssignError, match=r"nb, cell 0, line 1: .*not a marker line"):
+        assign.strip_solutions(_one_cell(make(source)), name="nb")
+
+
+def test_a_marker_at_column_zero_inside_a_function_gives_valid_code() -> None:
+    cell = new_code_cell("def f(x):\n### BEGIN SOLUTION\n    SECRET = 1\n    return x\n### END SOLUTION\n")
+    student = assign.strip_solutions(_one_cell(cell)).cells[0].source
+    compile(student, "student", "exec")
+    assert f"    {assign.STUB}" in student and "SECRET" not in student
+
+
+def test_a_student_cell_that_does_not_compile_is_refused() -> None:
+    cell = new_code_cell("if True:\n    x = 1\n### BEGIN SOLUTION\n    y = 2\n  ### END SOLUTION\n  z = 3\n")
+    with pytest.raises(assign.AssignError, match=r"nb, cell 0: the student copy .*not valid Python"):
+        assign.strip_solutions(_one_cell(cell), name="nb")
+
+
+def test_cell_magic_cells_are_checked_as_python() -> None:
+    cell = new_code_cell("%%pytorch\ndef f(x):\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION\n")
+    assert assign.STUB in assign.strip_solutions(_one_cell(cell)).cells[0].source
+
+
+def test_an_attachment_only_the_solution_showed_is_dropped() -> None:
+    cell = new_markdown_cell("Q ![a](attachment:q.png)\n<!-- BEGIN SOLUTION -->\n![s](attachment:answer.png)\n"
+                             "<!-- END SOLUTION -->")
+    cell.attachments = {"q.png": {"image/png": "AAAA"}, "answer.png": {"image/png": "BBBB"}}
+    student = assign.strip_solutions(_one_cell(cell)).cells[0]
+    assert set(student.attachments) == {"q.png"}
+    assert set(assign.answer_key(_one_cell(cell)).cells[0].attachments) == {"q.png", "answer.png"}
+
+
+def test_other_files_of_a_chapter_lose_their_solutions_in_the_student_copy(repo: Path, tmp_path: Path) -> None:
+    folder = repo / "book" / "01-alpha"
+    (folder / "helper.py").write_text("def g():\n    # BEGIN SOLUTION\n    return 'SECRET_PY'\n    # END SOLUTION\n")
+    (folder / "notes.md").write_text("Read.\n<!-- BEGIN SOLUTION -->\nSECRET_MD\n<!-- END SOLUTION -->\n")
+    res = assign.export([1], tmp_path / "out", repo_root=repo)
+    student = tmp_path / "out" / "student" / "01-alpha"
+    assert "SECRET_PY" not in (student / "helper.py").read_text()
+    compile((student / "helper.py").read_text(), "helper.py", "exec")
+    assert (student / "notes.md").read_text() == "Read.\n"
+    assert "SECRET_MD" in (tmp_path / "out" / "key" / "01-alpha" / "notes.md").read_text()
+    assert res["replaced"] is None
+
+
+def test_another_file_naming_the_phrase_without_markers_is_refused(repo: Path, tmp_path: Path) -> None:
+    (repo / "book" / "01-alpha" / "answers.txt").write_text("the answer: BEGIN SOLUTION 42")
+    with pytest.raises(assign.AssignError, match=r"answers\.txt, line 1"):
+        assign.export([1], tmp_path / "out", repo_root=repo)
+    assert not (tmp_path / "out").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["repo"]
