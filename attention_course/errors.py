@@ -50,3 +50,8 @@ class EnvError(ConfigError):
             expected = "a positive integer" if kind is int else "a positive number"
             raise cls(f"{name} must be {expected}{f' ({what})' if what else ''}; got {name}={raw!r}")
         return value
+
+
+class CheckpointError(CourseError, ValueError):
+    """A training checkpoint the course will not read: another format (a pickle, which could run code when
+    loaded), a damaged file; the message names the file and what to do with it."""

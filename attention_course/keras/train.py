@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import pickle
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from .. import checkpoint as checkpoints
 from .. import validate
 from ..train import History, accuracy_of, batches, progress
 from . import inputs as course_inputs
@@ -63,12 +63,13 @@ def fit(model: keras.Model, inputs, targets, *, epochs: int, batch_size: int = 6
     optimizer.build(model.trainable_variables)
     history, best, done = History(), None, 0
     if checkpoint is not None and Path(checkpoint).exists():     # resume an interrupted run
-        with open(checkpoint, "rb") as f:
-            saved = pickle.load(f)
-        model.set_weights(saved["model"])
-        for variable, value in zip(optimizer.variables, saved["optimizer"], strict=True):
+        arrays, meta = checkpoints.load(checkpoint)
+        model.set_weights(checkpoints.numbered(arrays, "model"))
+        for variable, value in zip(optimizer.variables, checkpoints.numbered(arrays, "optimizer"), strict=True):
             variable.assign(value)
-        history.metrics, best, done = saved["history"], saved["best"], saved["epoch"]
+        history.metrics, done = meta["history"], meta["epoch"]
+        if meta["best"] is not None:
+            best = {**meta["best"], "model": checkpoints.numbered(arrays, "best")}
 
     @tf.function(reduce_retracing=True)
     def train_step(xs, y):
@@ -108,24 +109,21 @@ def fit(model: keras.Model, inputs, targets, *, epochs: int, batch_size: int = 6
                     best = {"val_loss": val_loss, "epoch": epoch + 1, "model": model.get_weights()}
             bar.set_postfix(loss=f"{total / n:.3f}", acc=f"{correct / max(count, 1):.3f}")
             if checkpoint is not None:
-                _save({"model": model.get_weights(), "optimizer": [np.asarray(v) for v in optimizer.variables],
-                       "history": history.metrics, "best": best, "epoch": epoch + 1}, Path(checkpoint))
+                _save(Path(checkpoint), model, optimizer, history, best, epoch + 1)
     if best is not None:
         model.set_weights(best["model"])                         # the epoch with the lowest validation loss
         history.best_epoch = best["epoch"]
     return history
 
 
-def _save(state: dict, path: Path) -> None:
-    """Write a checkpoint atomically: a half-written file never replaces a good one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    part = path.with_name(path.name + ".part")
-    try:
-        with open(part, "wb") as f:
-            pickle.dump(state, f)
-        os.replace(part, path)
-    finally:
-        part.unlink(missing_ok=True)
+def _save(path: Path, model, optimizer, history: History, best: dict | None, epoch: int) -> None:
+    """The run so far as a course checkpoint (:mod:`attention_course.checkpoint`): numbers only, written atomically."""
+    arrays = {f"model.{i}": w for i, w in enumerate(model.get_weights())}
+    arrays.update({f"optimizer.{i}": np.asarray(v) for i, v in enumerate(optimizer.variables)})
+    if best is not None:
+        arrays.update({f"best.{i}": w for i, w in enumerate(best["model"])})
+    checkpoints.save(path, arrays, {"history": history.metrics, "epoch": epoch,
+                                    "best": None if best is None else {k: best[k] for k in ("val_loss", "epoch")}})
 
 
 def evaluate_loss(model: keras.Model, inputs, targets, *, ignore_index: int | None = None,

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .. import checkpoint as checkpoints
 from .. import validate
 from ..train import History, accuracy_of, batches, progress
 
@@ -51,10 +52,7 @@ def fit(model: nn.Module, inputs, targets, *, epochs: int, batch_size: int = 64,
                                   label_smoothing=label_smoothing)
     history, best, done = History(), None, 0
     if checkpoint is not None and Path(checkpoint).exists():                 # resume an interrupted run
-        saved = torch.load(checkpoint, map_location=dev, weights_only=False)
-        model.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        history.metrics, best, done = saved["history"], saved["best"], saved["epoch"]
+        history.metrics, best, done = _load(Path(checkpoint), model, optimizer, dev)
     rng = np.random.default_rng(seed)
     for _ in range(done):                                                    # the same shuffles as an unbroken run
         rng.permutation(n)
@@ -95,8 +93,7 @@ def fit(model: nn.Module, inputs, targets, *, epochs: int, batch_size: int = 64,
                             "model": {k: v.detach().clone() for k, v in model.state_dict().items()}}
             bar.set_postfix(loss=f"{total / n:.3f}", acc=f"{correct / max(count, 1):.3f}")
             if checkpoint is not None:
-                _save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "history": history.metrics,
-                       "best": best, "epoch": epoch + 1}, Path(checkpoint))
+                _save(Path(checkpoint), model, optimizer, history, best, epoch + 1)
     if best is not None:
         model.load_state_dict(best["model"])                         # the epoch with the lowest validation loss
         history.best_epoch = best["epoch"]
@@ -104,15 +101,38 @@ def fit(model: nn.Module, inputs, targets, *, epochs: int, batch_size: int = 64,
     return history
 
 
-def _save(state: dict, path: Path) -> None:
-    """Write a checkpoint atomically: a half-written file never replaces a good one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    part = path.with_name(path.name + ".part")
-    try:
-        torch.save(state, part)
-        os.replace(part, path)
-    finally:
-        part.unlink(missing_ok=True)
+def _numpy(tensors: dict, prefix: str) -> dict[str, np.ndarray]:
+    return {f"{prefix}.{k}": v.detach().cpu().numpy() for k, v in tensors.items()}
+
+
+def _save(path: Path, model: nn.Module, optimizer, history: History, best: dict | None, epoch: int) -> None:
+    """The run so far as a course checkpoint (:mod:`attention_course.checkpoint`): numbers only, written
+    atomically. The optimizer's per-parameter state goes in as arrays, its settings as JSON."""
+    opt = optimizer.state_dict()
+    arrays = _numpy(model.state_dict(), "model")
+    for index, state in opt["state"].items():
+        arrays.update(_numpy({k: torch.as_tensor(v) for k, v in state.items()}, f"optimizer.{index}"))
+    if best is not None:
+        arrays.update(_numpy(best["model"], "best"))
+    meta = {"history": history.metrics, "epoch": epoch, "param_groups": opt["param_groups"],
+            "optimizer_state": {str(i): sorted(s) for i, s in opt["state"].items()},
+            "best": None if best is None else {k: best[k] for k in ("val_loss", "epoch")}}
+    checkpoints.save(path, arrays, meta)
+
+
+def _load(path: Path, model: nn.Module, optimizer, dev) -> tuple[dict, dict | None, int]:
+    """Put a course checkpoint's weights and optimizer state back; return (history, best, epochs done)."""
+    arrays, meta = checkpoints.load(path)
+
+    def tensors(prefix: str) -> dict:
+        return {k: torch.as_tensor(v, device=dev) for k, v in checkpoints.prefixed(arrays, prefix).items()}
+
+    model.load_state_dict(tensors("model"))
+    state = {int(i): {k: torch.as_tensor(arrays[f"optimizer.{i}.{k}"]) for k in keys}
+             for i, keys in meta["optimizer_state"].items()}
+    optimizer.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
+    best = None if meta["best"] is None else {**meta["best"], "model": tensors("best")}
+    return meta["history"], best, meta["epoch"]
 
 
 @torch.no_grad()
