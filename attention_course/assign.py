@@ -19,12 +19,10 @@ from __future__ import annotations
 
 import argparse
 import copy
-import os
 import re
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import nbformat
@@ -32,6 +30,7 @@ import yaml
 from nbformat import NotebookNode
 
 from .errors import CourseError
+from .files import replace_folder
 
 STUB = 'raise NotImplementedError("Exercise: write your solution here")'
 # A marker is a line of its own. Any spelling counts: case, spaces, leading '#'s, trailing words or '#'s
@@ -285,34 +284,6 @@ def _transform_all(chosen: list[int], available: dict[int, Path]) -> dict[Path, 
     return done
 
 
-def _aside(out: Path) -> Path:
-    """A new sibling name for a replaced export: ``<out>.replaced-<date>-<time>[-n]``."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    candidate, n = out.with_name(f"{out.name}.replaced-{stamp}"), 1
-    while candidate.exists():
-        candidate, n = out.with_name(f"{out.name}.replaced-{stamp}-{n}"), n + 1
-    return candidate
-
-
-def _move_into_place(tmp: Path, out: Path) -> Path | None:
-    """Rename the finished export ``tmp`` to ``out``. An empty ``out`` is removed; a previous export is never
-    deleted (an instructor may have added files to it): it is renamed to ``<out>.replaced-<date>-<time>``,
-    whose path is returned."""
-    if out.is_dir() and not any(out.iterdir()):
-        out.rmdir()
-    if not out.exists():
-        os.replace(tmp, out)
-        return None
-    old = _aside(out)
-    os.replace(out, old)
-    try:
-        os.replace(tmp, out)
-    except BaseException:
-        os.replace(old, out)
-        raise
-    return old
-
-
 def export(chapters: list[int] | str, out_dir: str | Path, book_dir: str | Path = "book",
            repo_root: str | Path = ".", force: bool = False) -> dict:
     """Write ``student/``, ``key/`` and ``edition/`` (plus ``README.md``) under ``out_dir``.
@@ -351,7 +322,7 @@ def export(chapters: list[int] | str, out_dir: str | Path, book_dir: str | Path 
     try:
         written = _write(tmp, chosen, available, notebooks, root, book)
         (tmp / MARKER).write_text("Written by course-assign: `course-assign --force` may replace this folder.\n")
-        replaced = _move_into_place(tmp, out)
+        replaced = replace_folder(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     for kind in ("student", "key"):

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .data.download import ChecksumError, sha256sum
-from .errors import CourseError
+from .errors import CourseError, InputError
 
 __all__ = ["MINILM", "MODEL_DIR_VAR", "ModelUnavailableError", "PretrainedBert", "bert_parameters",
            "from_parameters", "locate", "read_bert", "tokenizer", "write_bert"]
@@ -160,13 +160,22 @@ def from_parameters(params: dict[str, Any], heads: int) -> PretrainedBert:
 def write_bert(folder: str | os.PathLike, model: PretrainedBert, tokenizer=None) -> Path:
     """Save ``model`` as ``transformers`` saves a ``BertModel``, or a ``BertForMaskedLM`` when it has the head
     (``config.json``, ``model.safetensors``), with the ``tokenizers`` tokenizer as ``tokenizer.json``. The folder is
-    written beside its place and renamed into it: an interrupted save leaves no half-written model."""
+    written beside its place and renamed into it: an interrupted save leaves no half-written model. A folder
+    already there is never emptied: it is renamed to ``<folder>.replaced-<date>-<time>`` (printed), with every
+    file in it. The current folder, or one above it, is refused. Returns ``folder``."""
     import shutil
     import tempfile
 
     from safetensors.numpy import save_file
 
+    from .files import replace_folder
+
     folder = Path(folder)
+    if Path.cwd().resolve().is_relative_to(folder.resolve()):
+        raise InputError(f"refusing to write a model into {folder}: it is the current folder or holds it, "
+                               "and its files would be moved away; name a new folder, e.g. write_bert('small-bert', …)")
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"{folder} is a file, not a folder; name a folder for the model's files")
     folder.parent.mkdir(parents=True, exist_ok=True)
     part = Path(tempfile.mkdtemp(prefix=folder.name + ".part-", dir=folder.parent))
     try:
@@ -179,9 +188,9 @@ def write_bert(folder: str | os.PathLike, model: PretrainedBert, tokenizer=None)
         part.chmod(0o755)                              # mkdtemp makes it private; a saved model is not
         for file in part.iterdir():
             file.chmod(0o644)
-        if folder.exists():
-            shutil.rmtree(folder)
-        part.rename(folder)
+        replaced = replace_folder(part, folder)
+        if replaced is not None:
+            print(f"{folder} already held files: moved them, untouched, to {replaced}")
     finally:
         shutil.rmtree(part, ignore_errors=True)
     return folder

@@ -288,3 +288,23 @@ def test_the_word_overlap_baseline_is_blind_to_order():
     scores = c9.overlap_baseline({**pairs, "reversed": reversed_})
     assert scores["reversed"] == scores["test"]
     assert scores["train"] > 0.9            # here a real successor shares its document's number, a random one not
+
+
+def test_writing_a_model_over_someone_elses_files_loses_none_of_them(tmp_path, trained_like, monkeypatch, capsys):
+    _, weights = trained_like
+    folder = tmp_path / "small"
+    folder.mkdir()
+    (folder / "notes.md").write_text("my notes")
+    (folder / "train.py").write_text("print('my script')")
+    pretrained.write_bert(folder, weights)
+    assert sorted(p.name for p in folder.iterdir()) == ["config.json", "model.safetensors"]
+    aside = [p for p in tmp_path.iterdir() if p.name.startswith("small.replaced-")]
+    assert len(aside) == 1 and str(aside[0]) in capsys.readouterr().out
+    assert (aside[0] / "notes.md").read_text() == "my notes"
+    assert (aside[0] / "train.py").read_text() == "print('my script')"
+    monkeypatch.chdir(folder)
+    before = sorted(p.name for p in folder.iterdir())
+    for where in (".", ".."):
+        with pytest.raises(InputError, match="current folder or holds it"):
+            pretrained.write_bert(where, weights)
+    assert sorted(p.name for p in folder.iterdir()) == before
