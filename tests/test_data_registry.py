@@ -652,3 +652,47 @@ def test_bad_sizes_and_encoding_are_refused_before_loading(monkeypatch):
 def test_n_val_larger_than_the_data(real_root):
     with pytest.raises(ConfigError, match=r"n_val=5000 leaves no training sentence.*2000 sentences"):
         data.prepare_sentiment(0, n_val=5000)
+
+
+def test_a_download_killed_mid_way_is_reported_then_cleared(tmp_cache, real_root, monkeypatch, capsys):
+    """SIGKILL leaves no chance to clean up: verify() reports the unfinished file, the next fetch removes it."""
+    import signal
+    import subprocess
+    import sys
+
+    script = ("import time\nfrom attention_course import data\nfrom attention_course.data import download\n"
+              "def slow(url, dest, progressbar=False):\n"
+              "    open(dest, 'wb').write(b'First Citizen:'); print('started', flush=True); time.sleep(120)\n"
+              "download._download = slow\ndata.fetch('tinyshakespeare', progressbar=False)\n")
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "COURSE_DATA_DIR": str(tmp_cache)})
+    try:
+        assert child.stdout.readline().strip() == "started"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    folder = tmp_cache / "tinyshakespeare"
+    (folder / "input.txt.backup.part").write_text("a file of the user's that only looks like a part file")
+    left = [p for p in folder.iterdir() if p.name.startswith(f"input.txt.{child.pid}-")]
+    assert len(left) == 1 and left[0].read_bytes() == b"First Citizen:"
+    report = data.verify("tinyshakespeare")
+    assert [c.path for c in report.problems if c.status == "leftover"] == left
+    assert "unfinished download" in str(report)
+
+    real = _real_bytes(real_root, "tinyshakespeare", "input.txt")
+    monkeypatch.setattr(download, "_download", lambda url, dest, progressbar=False: Path(dest).write_bytes(real))
+    path = data.fetch("tinyshakespeare", "input.txt", progressbar=False)
+    assert path.read_bytes() == real and not left[0].exists()
+    assert str(left[0]) in capsys.readouterr().err
+    assert (folder / "input.txt.backup.part").is_file()                 # not the course's: left alone
+    assert not [c for c in data.verify("tinyshakespeare").problems if c.status == "leftover"]
+
+
+def test_a_folder_where_a_data_file_belongs_is_named_not_called_missing(tmp_cache, monkeypatch):
+    (tmp_cache / "tinyshakespeare" / "input.txt").mkdir(parents=True)
+    monkeypatch.setattr(download, "_download", _must_not_download)
+    check = data.verify("tinyshakespeare").checks[0]
+    assert (check.status, check.actual) == ("invalid", "a folder, not a file")
+    with pytest.raises(data.DataUnavailableError, match=r"input\.txt is a folder.*move or rename"):
+        data.fetch("tinyshakespeare", progressbar=False)
+    assert (tmp_cache / "tinyshakespeare" / "input.txt").is_dir()

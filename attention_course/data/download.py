@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -168,12 +169,61 @@ def _short(exc: BaseException, limit: int = 300) -> str:
 # temporary files
 # --------------------------------------------------------------------------------------------------
 def _new_part(folder: Path, stem: str) -> Path:
-    """A new, empty ``<stem>.<random>.part`` file in ``folder``.
+    """A new, empty ``<stem>.<pid>-<random>.part`` file in ``folder``: the process id tells a later call whether
+    the download that wrote it is still running (see :func:`_stale_parts`).
 
     Same folder, hence same filesystem, so the final ``os.replace`` is atomic."""
-    fd, name = tempfile.mkstemp(prefix=f"{stem}.", suffix=".part", dir=folder)
+    fd, name = tempfile.mkstemp(prefix=f"{stem}.{os.getpid()}-", suffix=".part", dir=folder)
     os.close(fd)
     return Path(name)
+
+
+_PART = re.compile(r"^(?P<stem>.+?)\.(?:(?P<pid>\d+)-)?[A-Za-z0-9_]{6,}\.part$")
+_OLD_PART_S = 3600.0       # a part file without a process id (an older version's) older than this is stale
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:        # exists, owned by someone else
+        return True
+    return True
+
+
+def _stale_parts(folder: Path, stem: str | None = None, legacy: bool = True) -> list[Path]:
+    """The unfinished downloads in ``folder`` (of file ``stem``, or of any file) that no running process owns:
+    files and staging folders this module named ``<stem>.<pid>-<random>.part`` whose process has ended (a download
+    killed mid-way), and with ``legacy`` the ones an older version named without a process id, over an hour old
+    (reported, never removed: the name alone does not prove whose they are)."""
+    if not folder.is_dir():
+        return []
+    stale = []
+    for path in folder.iterdir():
+        m = _PART.match(path.name)
+        if not m or (stem is not None and m["stem"] not in (stem, f".{stem}")):
+            continue
+        if m["pid"] is not None:
+            if int(m["pid"]) != os.getpid() and not _alive(int(m["pid"])):
+                stale.append(path)
+        elif legacy:
+            try:
+                if time.time() - path.stat().st_mtime > _OLD_PART_S:
+                    stale.append(path)
+            except OSError:
+                continue
+    return sorted(stale)
+
+
+def _clear_stale_parts(folder: Path, stem: str) -> None:
+    """Remove what killed downloads of ``stem`` left in ``folder`` (they are this module's own files), saying so."""
+    for path in _stale_parts(folder, stem, legacy=False):
+        try:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+        except OSError:
+            continue
+        print(f"Removed {path}: an unfinished download left by an interrupted run.", file=sys.stderr)
 
 
 def _remove_quietly(path: Path | None) -> None:
@@ -359,6 +409,10 @@ def _ensure(ds: Dataset, rf: RemoteFile, root: Path, session: _Session) -> Path:
     """Return the checked path of ``rf``, downloading it first if it is missing."""
     folder = root / ds.folder
     path = folder / rf.filename
+    if path.is_dir():
+        raise DataUnavailableError(
+            f"{path} is a folder, where the data file {rf.filename!r} of dataset {ds.name!r} belongs; nothing was "
+            "changed: move or rename that folder, and the next call downloads the file.\n" + _manual_hint(ds, rf, path))
     if path.exists():
         actual = sha256sum(path)
         if actual != rf.sha256:
@@ -371,6 +425,7 @@ def _ensure(ds: Dataset, rf: RemoteFile, root: Path, session: _Session) -> Path:
             f"downloaded automatically.\n{rf.note}\n" + _manual_hint(ds, rf, path)
         )
     _check_writable(ds, rf, folder, path)
+    _clear_stale_parts(folder, rf.filename)
 
     failures: list[str] = []
     bad_hash = False
@@ -428,7 +483,8 @@ def _ensure_structured(ds: Dataset, root: Path, session: _Session) -> dict[str, 
                                             f"{folder} to download a fresh copy on the next call.")
         return final
     _check_writable(ds, missing[0], folder, final[missing[0].filename])
-    stage = Path(tempfile.mkdtemp(prefix=f".{ds.folder}.", suffix=".part", dir=folder))
+    _clear_stale_parts(folder, ds.folder)
+    stage = Path(tempfile.mkdtemp(prefix=f".{ds.folder}.{os.getpid()}-", suffix=".part", dir=folder))
     try:
         staged = {}
         for rf in missing:
@@ -513,9 +569,10 @@ def fetch(
 # --------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class FileCheck:
-    """The state of one cached file: ``status`` is ``"ok"``, ``"missing"`` or ``"mismatch"`` (wrong sha256); for a
-    dataset verified by structure (``expected`` is ``"structure"``) also ``"invalid"`` (the check failed,
-    ``actual`` says why) or ``"unchecked"`` (present, but other files of the dataset are missing)."""
+    """The state of one cached file: ``status`` is ``"ok"``, ``"missing"``, ``"mismatch"`` (wrong sha256),
+    ``"invalid"`` (``actual`` says why: a folder where the file belongs, or for a dataset verified by structure,
+    whose ``expected`` is ``"structure"``, a failed check), ``"unchecked"`` (present, but other files of the
+    dataset are missing) or ``"leftover"`` (an unfinished download a killed run left behind)."""
 
     dataset: str
     filename: str
@@ -546,6 +603,8 @@ class VerifyReport:
         for c in self.checks:
             extra = f" (sha256 {c.actual}, expected {c.expected})" if c.status == "mismatch" else ""
             extra = f" ({c.actual})" if c.status == "invalid" else extra
+            extra = (" (an unfinished download left by an interrupted run; the next fetch of its file removes it, or "
+                     "delete it)") if c.status == "leftover" else extra
             lines.append(f"{c.status:8s} {c.dataset}/{c.filename}{extra}")
         lines.append("all files OK" if self.ok else f"{len(self.problems)} problem(s)")
         return "\n".join(lines)
@@ -555,7 +614,8 @@ def verify(name: str | None = None) -> VerifyReport:
     """Check the sha256 of every cached file of dataset ``name`` (of all datasets if ``None``); a dataset verified
     by structure is checked as a whole by its structure check.
 
-    Read-only: nothing is downloaded or removed. Use :func:`fetch` to repair.
+    Read-only: nothing is downloaded or removed. Use :func:`fetch` to repair. Unfinished downloads that a killed
+    run left in a dataset's folder are reported as ``"leftover"`` (the next :func:`fetch` of that file removes them).
     """
     datasets = [get(name)] if name is not None else [get(n) for n in names()]
     root = cache_dir()
@@ -567,12 +627,17 @@ def verify(name: str | None = None) -> VerifyReport:
         for rf in ds.files.values():
             assert rf.sha256 is not None
             path = root / ds.folder / rf.filename
+            if path.is_dir():
+                checks.append(FileCheck(ds.name, rf.filename, path, rf.sha256, "a folder, not a file", "invalid"))
+                continue
             if not path.is_file():
                 checks.append(FileCheck(ds.name, rf.filename, path, rf.sha256, None, "missing"))
                 continue
             actual = sha256sum(path)
             status = "ok" if actual == rf.sha256 else "mismatch"
             checks.append(FileCheck(ds.name, rf.filename, path, rf.sha256, actual, status))
+        checks += [FileCheck(ds.name, part.name, part, "", None, "leftover")
+                   for part in _stale_parts(root / ds.folder)]
     return VerifyReport(tuple(checks))
 
 
