@@ -519,8 +519,8 @@ def captions(tokens_in, tokens_out, vocab: int, pad: int = 0) -> None:
                          f"word to learn (its EOS at least); {len(empty)} of {len(tokens_out)} rows are empty")
 
 
-def counted(count: int, ignored) -> None:
-    """An accuracy needs at least one target that is not ignored (else it would be 0/0 = NaN)."""
+def counted(count: int, ignored, what: str = "accuracy") -> None:
+    """An accuracy or a mean loss needs at least one target that is not ignored (else it would be 0/0)."""
     if count == 0:
-        raise InputError(f"accuracy of no targets: there is nothing to count (no targets, or every target equals "
+        raise InputError(f"{what} of no targets: there is nothing to count (no targets, or every target equals "
                          f"the pad/ignored id {ignored})")

@@ -1,4 +1,4 @@
-"""Training checkpoints hold numbers only: loading one never runs code it carries."""
+"""Training checkpoints hold numbers only: loading one never runs code it carries; a loss over nothing is an error."""
 import os
 import pickle
 
@@ -59,3 +59,13 @@ def test_a_damaged_checkpoint_is_a_clear_error(tmp_path, content):
     (tmp_path / "ckpt").write_bytes(content)
     with pytest.raises(CheckpointError, match="ckpt"):
         checkpoint.load(tmp_path / "ckpt")
+
+
+@pytest.mark.parametrize("fw", ["torch", "keras"])
+def test_the_loss_of_no_targets_is_an_error_not_zero(fw):
+    module = getattr(ac, fw)
+    x = np.random.default_rng(0).integers(1, 9, size=(4, 5))
+    model = module.Translator(10, 10, "bahdanau", embed=4, hidden=4)
+    with pytest.raises(ac.errors.InputError, match="mean loss of no targets.*ignored id 0"):
+        module.evaluate_loss(model, (x, np.ones_like(x), x), np.zeros_like(x), ignore_index=0)
+    assert np.isfinite(module.evaluate_loss(model, (x, np.ones_like(x), x), x, ignore_index=0))

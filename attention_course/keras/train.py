@@ -137,7 +137,8 @@ def evaluate_loss(model: keras.Model, inputs, targets, *, ignore_index: int | No
         loss, _, kept = _masked_loss_and_hits(y, logits, ignore_index)
         total += float(loss) * int(kept)
         count += int(kept)
-    return total / max(count, 1)
+    validate.counted(count, ignore_index, "mean loss")
+    return total / count
 
 
 def predict(model: keras.Model, inputs, batch_size: int = 512) -> np.ndarray:

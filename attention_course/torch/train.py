@@ -149,7 +149,8 @@ def evaluate_loss(model: nn.Module, inputs, targets, *, ignore_index: int | None
         logits = model(*xs)
         total += float(loss_fn(logits.reshape(-1, logits.shape[-1]), y.reshape(-1)))
         count += int((y != ignore_index).sum()) if ignore_index is not None else y.numel()
-    return total / max(count, 1)
+    validate.counted(count, ignore_index, "mean loss")
+    return total / count
 
 
 @torch.no_grad()
