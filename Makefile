@@ -7,6 +7,7 @@
 #   make assignment CHAPTERS=1,3   student notebooks, answer key and a book edition under assignments/
 #   make bench       timed comparisons of every chapter → attention_course/benchmarks/<machine>.json (not part of make test)
 #   make robustness  every chapter, quick profile, both frameworks, 5 seeds: which claims fail (not in make test)
+#   make probes      every bad-input probe, both frameworks → tools/probes/outcomes.md (not part of make test)
 #   make colab-check the notebooks in an environment pinned to Colab's versions (constraints/colab.txt)
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -32,7 +33,7 @@ export COURSE_PROGRESS ?= 0
 export COURSE_GLUE_ECHO ?= 0
 NBVAL := --nbval-lax --nbval-current-env --nbval-cell-timeout=900
 
-.PHONY: env book test lint lab assignment vendor system clean bench robustness colab-check
+.PHONY: env book test lint lab assignment vendor system clean bench robustness colab-check probes
 
 env: $(STAMP)
 
@@ -100,3 +101,6 @@ assignment: $(STAMP)
 
 clean:
 	rm -rf _build assignments .pytest_cache
+
+probes: $(STAMP)   ## the bad-input probes of tools/probes/, both frameworks, into tools/probes/outcomes.md
+	$(BIN)/python tools/probe_inputs.py --write

@@ -2,6 +2,8 @@
 
     .venv/bin/python tools/probe_inputs.py            # all areas
     .venv/bin/python tools/probe_inputs.py masks data # only these modules of tools/probes/
+    .venv/bin/python tools/probe_inputs.py --write    # all areas, and the table into tools/probes/outcomes.md
+                                                      # (make probes; committed)
 
 Outcomes: ``clear error`` (the course's own error, naming the argument), ``handled`` (a correct result),
 ``silently wrong`` (a probe's own check failed), ``unclear error`` (an exception from inside a framework),
@@ -62,8 +64,13 @@ def main(argv: list[str] | None = None) -> int:
     from attention_course._quiet import quiet_frameworks
 
     quiet_frameworks()
+    args = list(sys.argv[1:] if argv is None else argv)
+    write = "--write" in args
+    args = [a for a in args if a != "--write"]
+    if write and args:
+        raise SystemExit("--write records every area; run it without area names")
     rows = []
-    for module in modules(list(sys.argv[1:] if argv is None else argv)):
+    for module in modules(args):
         for probe in module.PROBES:
             targets = [("keras", ac.keras), ("pytorch", ac.torch)] if probe.per_framework else [("-", None)]
             for fw_name, fw in targets:
@@ -75,8 +82,36 @@ def main(argv: list[str] | None = None) -> int:
     counts = {}
     for row in rows:
         counts[row[3]] = counts.get(row[3], 0) + 1
-    print(f"{len(rows)} outcomes: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+    summary = f"{len(rows)} outcomes: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+    print(summary)
+    if write:
+        _write_table(rows, summary)
     return 0 if all(r[3] in GOOD for r in rows) else 1
+
+
+def _write_table(rows: list[tuple[str, str, str, str, str]], summary: str) -> None:
+    """The outcomes as a Markdown table in tools/probes/outcomes.md, written beside it and moved into place."""
+    import os
+    import tempfile
+
+    def cell(text: str) -> str:
+        return " ".join(text.split()).replace("|", "\\|")[:160]
+
+    lines = ["# Bad-input probes: outcomes", "",
+             "Written by `make probes` (`tools/probe_inputs.py --write`): every probe of `tools/probes/`, in both",
+             "frameworks where it takes one. A good outcome is a clear error (the course's own, naming the problem)",
+             "or a correct result (handled).", "", summary, "",
+             "| area | probe | framework | outcome | detail |", "|---|---|---|---|---|"]
+    lines += [f"| {a} | {cell(n)} | {f} | {o} | {cell(d)} |" for a, n, f, o, d in rows]
+    target = ROOT / "tools" / "probes" / "outcomes.md"
+    fd, part = tempfile.mkstemp(prefix="outcomes.", suffix=".part", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+        os.replace(part, target)
+    finally:
+        Path(part).unlink(missing_ok=True)
+    print(f"wrote {target.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

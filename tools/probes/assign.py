@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -155,14 +156,50 @@ def cli_out_dot(fw):
 
 
 def repeated_export_with_force(fw):
-    """``make assignment`` twice (with --force): the second run replaces the first export."""
+    """``make assignment`` twice (with --force): the second run replaces the first export, which is moved aside
+    with the instructor's own files in it, every byte."""
     from attention_course import assign
 
     with repo() as (root, tmp):
         assign.export([1], tmp / "out", repo_root=root)
-        assign.export([2], tmp / "out", repo_root=root, force=True)
+        (tmp / "out" / "student" / "graded.ipynb").write_text("{}")
+        before = snapshot(tmp / "out")
+        res = assign.export([2], tmp / "out", repo_root=root, force=True)
         assert sorted(p.name for p in (tmp / "out" / "student").iterdir()) == ["02-beta"]
-        assert sorted(p.name for p in tmp.iterdir()) == ["out", "repo"]
+        assert snapshot(res["replaced"]) == before, "the previous export lost files"
+
+
+def _student_source(source: str, cell_type: str = "code") -> str:
+    import nbformat
+
+    from attention_course import assign
+
+    make = {"code": nbformat.v4.new_code_cell, "markdown": nbformat.v4.new_markdown_cell,
+            "raw": nbformat.v4.new_raw_cell}[cell_type]
+    return assign.strip_solutions(nbformat.v4.new_notebook(cells=[make(source)]), name="nb").cells[0].source
+
+
+def _no_leak(source: str, cell_type: str = "code"):
+    def run(fw):
+        student = _student_source(source, cell_type)
+        assert "SECRET" not in student and not re.search(r"(?i)(begin|end)\s*solution", student), f"leaked: {student!r}"
+        if cell_type == "code":
+            compile(student, "student cell", "exec")
+    return run
+
+
+MARKER_SPELLINGS = [
+    ("two spaces", "def f():\n    ### BEGIN  SOLUTION\n    SECRET = 1\n    ### END  SOLUTION\n", "code"),
+    ("lower case", "def f():\n    # begin solution\n    SECRET = 1\n    # end solution\n", "code"),
+    ("## ... ##", "def f():\n    ## BEGIN SOLUTION ##\n    SECRET = 1\n    ## END SOLUTION ##\n", "code"),
+    ("trailing words", "def f():\n    ### BEGIN SOLUTION part a\n    SECRET = 1\n    ### END SOLUTION a\n", "code"),
+    ("column 0 in a def", "def f():\n### BEGIN SOLUTION\n    SECRET = 1\n### END SOLUTION\n", "code"),
+    ("markdown, lower case", "Q\n<!-- begin solution -->\nSECRET\n<!-- end solution -->\n", "markdown"),
+    ("markdown, code-style", "Q\n### BEGIN SOLUTION\nSECRET\n### END SOLUTION\n", "markdown"),
+    ("raw cell", "Q\n<!-- BEGIN SOLUTION -->\nSECRET\n<!-- END SOLUTION -->\n", "raw"),
+    ("inline markdown (refused)", "Answer: <!-- BEGIN SOLUTION --> SECRET <!-- END SOLUTION -->", "markdown"),
+    ("inline code (refused)", "x = 1  # BEGIN SOLUTION\nSECRET = 2\n# END SOLUTION\n", "code"),
+]
 
 
 PROBES = [
@@ -179,4 +216,6 @@ PROBES = [
     Probe("assign", "unknown chapter", unknown_chapter, False),
     Probe("assign", "CLI --out . exits 2", cli_out_dot, False),
     Probe("assign", "repeated export with --force", repeated_export_with_force, False),
+    *[Probe("assign", f"solution marker: {what}", _no_leak(source, kind), False)
+      for what, source, kind in MARKER_SPELLINGS],
 ]
