@@ -696,3 +696,15 @@ def test_a_folder_where_a_data_file_belongs_is_named_not_called_missing(tmp_cach
     with pytest.raises(data.DataUnavailableError, match=r"input\.txt is a folder.*move or rename"):
         data.fetch("tinyshakespeare", progressbar=False)
     assert (tmp_cache / "tinyshakespeare" / "input.txt").is_dir()
+
+
+@pytest.mark.parametrize("name", ["tinyshakespeare", "flickr8k"])
+def test_an_offline_fetch_leaves_the_data_folder_as_it_was(tmp_cache, monkeypatch, name):
+    def offline(*args, **kwargs):
+        raise ConnectionError("no network (simulated)")
+
+    monkeypatch.setattr(download, "_download", offline)
+    monkeypatch.setattr(download._Session, "archive", offline)
+    with pytest.raises(data.DataUnavailableError):
+        data.fetch(name, progressbar=False)
+    assert list(tmp_cache.iterdir()) == []                   # not even an empty dataset folder

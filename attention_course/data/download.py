@@ -424,6 +424,33 @@ def _ensure(ds: Dataset, rf: RemoteFile, root: Path, session: _Session) -> Path:
             f"The data file {rf.filename!r} of dataset {ds.name!r} is not in the cache and cannot be "
             f"downloaded automatically.\n{rf.note}\n" + _manual_hint(ds, rf, path)
         )
+    created = _created_folders(folder)
+    try:
+        return _download_file(ds, rf, folder, path, session)
+    finally:
+        _remove_if_empty(created)
+
+
+def _created_folders(folder: Path) -> list[Path]:
+    """The folders on the way to ``folder`` that do not exist yet (deepest first): created by a download, they are
+    removed again if it fails and leaves them empty, so an offline call leaves the data folder as it was."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _remove_if_empty(folders: list[Path]) -> None:
+    for folder in folders:
+        try:
+            folder.rmdir()                 # only if empty: a downloaded file keeps it
+        except OSError:
+            return
+
+
+def _download_file(ds: Dataset, rf: RemoteFile, folder: Path, path: Path, session: _Session) -> Path:
+    """Download ``rf`` into ``path`` through a ``.part`` file, checked before it is moved into place."""
     _check_writable(ds, rf, folder, path)
     _clear_stale_parts(folder, rf.filename)
 
@@ -482,6 +509,15 @@ def _ensure_structured(ds: Dataset, root: Path, session: _Session) -> dict[str, 
         _check_structure(ds, final, folder, "Nothing was changed: complete or replace the files by hand, or delete "
                                             f"{folder} to download a fresh copy on the next call.")
         return final
+    created = _created_folders(folder)
+    try:
+        return _download_structured(ds, missing, folder, final, session)
+    finally:
+        _remove_if_empty(created)
+
+
+def _download_structured(ds: Dataset, missing: list[RemoteFile], folder: Path, final: dict[str, Path],
+                         session: _Session) -> dict[str, Path]:
     _check_writable(ds, missing[0], folder, final[missing[0].filename])
     _clear_stale_parts(folder, ds.folder)
     stage = Path(tempfile.mkdtemp(prefix=f".{ds.folder}.{os.getpid()}-", suffix=".part", dir=folder))
