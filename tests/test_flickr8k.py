@@ -541,3 +541,23 @@ def test_train_and_caption_flickr8k_end_to_end(folder, cache, framework):
         assert alpha.shape == (2, corpus.test_in.shape[1], 2, 2)
     # the references are scored as they should be: a reference itself scores 100
     assert c6.bleu_scores([refs[0] for refs in corpus.test.references], corpus.test)["BLEU-4"] == pytest.approx(100)
+
+
+def test_the_feature_cache_is_keyed_by_the_images_contents(tmp_path, cache):
+    from PIL import Image
+
+    first, second = tmp_path / "a", tmp_path / "b"
+    for folder, colour in ((first, (250, 0, 0)), (second, (0, 0, 250))):
+        folder.mkdir()
+        for name in ("1.png", "2.png"):
+            Image.new("RGB", (8, 8), colour).save(folder / name)
+    paths = [lambda f, n=n: f / n for n in ("1.png", "2.png")]
+    a, b = ([p(f) for p in paths] for f in (first, second))
+    assert imf.cache_path(a, "keras") != imf.cache_path(b, "keras")        # same names, other images
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for p in a:
+        (copy / p.name).write_bytes(p.read_bytes())
+    assert imf.cache_path(a, "keras") == imf.cache_path([copy / p.name for p in a], "keras")   # same images
+    with pytest.raises(CourseError, match=r"image .*missing\.png cannot be read"):
+        imf.cache_path([tmp_path / "missing.png"], "keras")

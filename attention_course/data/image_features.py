@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError, InputError, MissingFileError
 from ..pretrained import ModelUnavailableError
 from .download import derived_dir
 
@@ -137,10 +137,16 @@ def _forward(model, x: np.ndarray, fw: str) -> np.ndarray:
 def cache_path(paths: Sequence[str | os.PathLike[str]], fw: str | ModuleType, name: str = NAME,
                size: int = SIZE) -> Path:
     """Where :func:`image_features` keeps the grids of ``paths``:
-    ``derived_dir()/image-features/{name}-{framework}-{size}-{digest}.npy``, ``digest`` the first 12 hex digits of the
-    sha256 of the images' file names (the same images elsewhere on disk share the file)."""
-    digest = hashlib.sha256("\n".join(Path(p).name for p in paths).encode()).hexdigest()[:12]
-    return derived_dir() / "image-features" / f"{name}-{framework_name(fw)}-{size}-{digest}.npy"
+    ``derived_dir()/image-features/{name}-{framework}-{size}-{digest}.npy``, ``digest`` the first 12 hex digits of a
+    sha256 over the images' contents, in order: the same images elsewhere on disk share the file, and other images
+    that happen to have the same names (``1.png``, ``2.png``) do not."""
+    digest = hashlib.sha256()
+    for p in paths:
+        try:
+            digest.update(hashlib.sha256(Path(p).read_bytes()).digest())
+        except OSError as error:
+            raise MissingFileError(f"image {p} cannot be read ({type(error).__name__}: {error})") from None
+    return derived_dir() / "image-features" / f"{name}-{framework_name(fw)}-{size}-{digest.hexdigest()[:12]}.npy"
 
 
 def image_features(paths: Sequence[str | os.PathLike[str]], fw: str | ModuleType, *, model: Any = None,
