@@ -217,8 +217,24 @@ def test_mlm_mask_checker_passes_the_answer_and_names_mistakes(capsys):
         inputs[random] = rng.integers(0, vocab, size=int(random.sum()))
         return inputs, np.where(chosen, ids, -100)
 
+    def drawing(draw):
+        def fn(ids, special, mask_id, vocab, rng):
+            chosen = (rng.random(ids.shape) < 0.15) & ~special
+            fate = rng.random(ids.shape)
+            inputs = np.where(chosen & (fate < 0.8), mask_id, ids)
+            random = chosen & (fate >= 0.8) & (fate < 0.9)
+            inputs[random] = draw(rng, vocab, int(random.sum()))
+            return inputs, np.where(chosen, ids, -100)
+        return fn
+
+    one_id = drawing(lambda rng, vocab, n: np.full(n, 7))
+    small_ids = drawing(lambda rng, vocab, n: rng.integers(0, 5, size=n))
+    a_part = drawing(lambda rng, vocab, n: rng.integers(0, vocab // 5, size=n))
+    outside = drawing(lambda rng, vocab, n: rng.integers(0, 2 * vocab, size=n))
     for fn, message in ((specials_too, "special tokens"), (every_label, "carry a label"), (only_mask, "became"),
-                        (wrong_split, "80 %"), (one_array, "two arrays")):
+                        (wrong_split, "80 %"), (one_array, "two arrays"), (one_id, "only 1 different ids"),
+                        (small_ids, "only 4 different ids|only 5 different ids"),
+                        (a_part, "draw from the whole vocabulary, not a part"), (outside, r"an id in \[0, vocab\)")):
         with pytest.raises(ExerciseError, match=message):
             mlm_mask(fn, seed=0)
 

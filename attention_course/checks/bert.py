@@ -126,4 +126,23 @@ def mlm_mask(fn: Callable, *, trials: int = 3, seed: int | None = None) -> None:
         if not (0.74 < shares[0] < 0.86 and 0.06 < shares[1] < 0.14 and 0.06 < shares[2] < 0.14):
             raise ExerciseError(f"of the chosen tokens, 80 % become [MASK], 10 % a random token, 10 % stay; you "
                                 f"have {shares[0]:.0%} / {shares[1]:.0%} / {shares[2]:.0%}")
+        _check_random_tokens(inputs[random], vocab)
     _pass("masked-LM rule", trials)
+
+
+def _check_random_tokens(drawn: np.ndarray, vocab: int) -> None:
+    """The "random" tokens are drawn uniformly from the whole vocabulary [0, vocab): not one id again and again,
+    not a few small ids. With about 90 draws from 1,000 ids, a uniform draw has nearly all distinct and a mean
+    within 150 of 500 (five standard errors)."""
+    if drawn.size == 0:
+        return
+    if drawn.min() < 0 or drawn.max() >= vocab:
+        raise ExerciseError(f"a random token must be an id in [0, vocab) = [0, {vocab}); you drew "
+                            f"{int(drawn.min())}…{int(drawn.max())}")
+    distinct = len(np.unique(drawn))
+    if distinct < 0.6 * drawn.size:
+        raise ExerciseError(f"the {drawn.size} random tokens hold only {distinct} different ids: draw each one anew, "
+                            "uniformly from the whole vocabulary (rng.integers(0, vocab, size=…))")
+    if abs(drawn.mean() - (vocab - 1) / 2) > 0.15 * vocab:
+        raise ExerciseError(f"the random tokens average {drawn.mean():.0f}, where a uniform draw from [0, {vocab}) "
+                            f"averages {(vocab - 1) / 2:.0f}: draw from the whole vocabulary, not a part of it")
