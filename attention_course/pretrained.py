@@ -79,7 +79,14 @@ def read_bert(folder: str | os.PathLike, *, verify: bool = True) -> PretrainedBe
     missing = [f for f in ("config.json", "model.safetensors") if not (folder / f).is_file()]
     if missing:
         raise ModelUnavailableError(f"{folder} has no {' or '.join(missing)}: it is not a BERT folder")
-    config = json.loads((folder / "config.json").read_text())
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ModelUnavailableError(f"{folder / 'config.json'} is not valid JSON ({error}): the file is damaged or "
+                                    "not a model's config; download the model again") from None
+    if not isinstance(config, dict):
+        raise ModelUnavailableError(f"{folder / 'config.json'} holds a {type(config).__name__}, not a model's "
+                                    "settings (a JSON object)")
     if verify and config.get("_name_or_path") == "nreimers/MiniLM-L6-H384-uncased":
         for file in ("config.json", "model.safetensors"):
             got = sha256sum(folder / file)
@@ -88,7 +95,16 @@ def read_bert(folder: str | os.PathLike, *, verify: bool = True) -> PretrainedBe
     if config.get("model_type", "bert") != "bert" or config.get("hidden_act", "gelu") != "gelu":
         raise ModelUnavailableError(f"{folder} holds a {config.get('model_type')} model with activation "
                                     f"{config.get('hidden_act')}; the course's Bert is BERT with GELU")
-    weights = {k.removeprefix("bert."): v for k, v in load_file(folder / "model.safetensors").items()}
+    try:
+        saved = load_file(folder / "model.safetensors")
+    except Exception as error:                          # safetensors' own errors: truncated, not safetensors
+        raise ModelUnavailableError(f"{folder / 'model.safetensors'} cannot be read as safetensors "
+                                    f"({type(error).__name__}: {error}): the file is damaged or incomplete; "
+                                    "download the model again") from None
+    missing = [k for k in ("num_hidden_layers", "num_attention_heads", "hidden_size") if k not in config]
+    if missing:
+        raise ModelUnavailableError(f"{folder / 'config.json'} lacks {', '.join(missing)}: not a BERT config")
+    weights = {k.removeprefix("bert."): v for k, v in saved.items()}
     return PretrainedBert(folder, config, weights)
 
 
@@ -96,7 +112,14 @@ def tokenizer(folder: str | os.PathLike):
     """The model's WordPiece tokenizer (``tokenizers``), which adds [CLS] and [SEP] and lower-cases as it did."""
     from tokenizers import Tokenizer
 
-    return Tokenizer.from_file(str(Path(folder) / "tokenizer.json"))
+    path = Path(folder) / "tokenizer.json"
+    if not path.is_file():
+        raise ModelUnavailableError(f"{path} is missing: the model's folder needs its tokenizer.json")
+    try:
+        return Tokenizer.from_file(str(path))
+    except Exception as error:                          # tokenizers raises a bare Exception on a bad file
+        raise ModelUnavailableError(f"{path} cannot be read as a tokenizer ({type(error).__name__}: "
+                                    f"{str(error)[:200]}): the file is damaged or not a tokenizers file") from None
 
 
 #: The course's name of each weight of an encoder layer → the ``transformers`` name after ``encoder.layer.i.``

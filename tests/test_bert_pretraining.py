@@ -308,3 +308,25 @@ def test_writing_a_model_over_someone_elses_files_loses_none_of_them(tmp_path, t
         with pytest.raises(InputError, match="current folder or holds it"):
             pretrained.write_bert(where, weights)
     assert sorted(p.name for p in folder.iterdir()) == before
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda f: (f / "model.safetensors").write_bytes((f / "model.safetensors").read_bytes()[:100]),
+     r"model\.safetensors cannot be read as safetensors.*damaged or incomplete"),
+    (lambda f: (f / "config.json").write_text("{ not json"), r"config\.json is not valid JSON"),
+    (lambda f: (f / "config.json").write_text("[1, 2]"), r"config\.json holds a list"),
+    (lambda f: (f / "config.json").write_text('{"model_type": "bert"}'), r"lacks num_hidden_layers"),
+])
+def test_a_damaged_model_folder_is_named(tmp_path, trained_like, damage, message):
+    folder = pretrained.write_bert(tmp_path / "small", trained_like[1])
+    damage(folder)
+    with pytest.raises(pretrained.ModelUnavailableError, match=message):
+        pretrained.read_bert(folder)
+
+
+def test_a_damaged_or_missing_tokenizer_is_named(tmp_path):
+    with pytest.raises(pretrained.ModelUnavailableError, match=r"tokenizer\.json is missing"):
+        pretrained.tokenizer(tmp_path)
+    (tmp_path / "tokenizer.json").write_text('{"version": "1.0", "truncated')
+    with pytest.raises(pretrained.ModelUnavailableError, match=r"tokenizer\.json cannot be read as a tokenizer"):
+        pretrained.tokenizer(tmp_path)
