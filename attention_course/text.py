@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .errors import ConfigError
+from .errors import ConfigError, InputError
 
 __all__ = [
     "BOS",
@@ -50,14 +50,36 @@ def tokenize(text: str) -> list[str]:
     >>> tokenize("Don't panic, Arthur!")
     ["don't", 'panic', ',', 'arthur', '!']
     """
+    if not isinstance(text, str):
+        raise InputError(f"tokenize expects a string; got {type(text).__name__} {text!r:.60}")
     return _TOKEN_RE.findall(text.lower())
 
 
-def _as_ints(ids: Any) -> list[int]:
-    """A flat list of ints from a list, a 1-D numpy array or a 1-D tensor."""
+def _as_ints(ids: Any, what: str = "ids") -> list[int]:
+    """A flat list of ints from a list, a 1-D numpy array or a 1-D tensor; anything else is an InputError."""
     if hasattr(ids, "tolist"):
         ids = ids.tolist()
-    return [int(i) for i in ids]
+    if ids is None or isinstance(ids, str | bytes) or not hasattr(ids, "__iter__"):
+        raise InputError(f"{what} must be a sequence of integer ids; got {type(ids).__name__} {ids!r:.60}")
+    out = []
+    for i in ids:
+        if isinstance(i, bool) or not isinstance(i, int | np.integer | float) or int(i) != i:
+            raise InputError(f"{what} must hold integer ids; found {i!r:.60} ({type(i).__name__})")
+        out.append(int(i))
+    return out
+
+
+def _as_tokens(tokens: Any, what: str) -> list[str]:
+    """A list of string tokens; anything else is an InputError naming ``what``."""
+    if tokens is None or isinstance(tokens, str) or not hasattr(tokens, "__iter__"):
+        hint = " (use tokenize(text) to split a string)" if isinstance(tokens, str) else ""
+        raise InputError(f"{what} must be a list of string tokens{hint}; got {type(tokens).__name__} "
+                         f"{tokens!r:.60}")
+    tokens = list(tokens)
+    for t in tokens:
+        if not isinstance(t, str):
+            raise InputError(f"{what} must hold strings; found {t!r:.60} ({type(t).__name__})")
+    return tokens
 
 
 class Vocab:
@@ -71,7 +93,7 @@ class Vocab:
         """Build from ``tokens`` in id order, after the four specials (repeats and specials are skipped)."""
         self._itos: list[str] = list(SPECIALS)
         self._stoi: dict[str, int] = {t: i for i, t in enumerate(SPECIALS)}
-        for tok in tokens:
+        for tok in _as_tokens(tokens, "Vocab(tokens)"):
             if tok not in self._stoi:
                 self._stoi[tok] = len(self._itos)
                 self._itos.append(tok)
@@ -99,7 +121,7 @@ class Vocab:
                 raise ConfigError(
                     "Vocab.build expects token lists (e.g. [tokenize(s) for s in texts]), not strings"
                 )
-            counts.update(tokens)
+            counts.update(_as_tokens(tokens, "each token list of Vocab.build"))
         for special in SPECIALS:
             counts.pop(special, None)
         ordered = sorted((t for t, c in counts.items() if c >= min_freq), key=lambda t: (-counts[t], t))
@@ -133,7 +155,7 @@ class Vocab:
         """Ids of ``tokens``: length ``T`` (+1 for each of ``add_bos``/``add_eos``); unknown -> ``UNK``."""
         if isinstance(tokens, str):
             raise ConfigError("Vocab.encode expects a list of tokens; use encode(tokenize(text))")
-        ids = [self._stoi.get(t, UNK) for t in tokens]
+        ids = [self._stoi.get(t, UNK) for t in _as_tokens(tokens, "Vocab.encode(tokens)")]
         if add_bos:
             ids.insert(0, BOS)
         if add_eos:
@@ -146,7 +168,7 @@ class Vocab:
         With ``strip_special``, ``<pad>``, ``<bos>`` and ``<eos>`` are dropped (``<unk>`` is kept, since
         it stands for a real token).
         """
-        out = [self.lookup(i) for i in _as_ints(ids)]
+        out = [self.lookup(i) for i in _as_ints(ids, "Vocab.decode(ids)")]
         if strip_special:
             drop = {SPECIALS[PAD], SPECIALS[BOS], SPECIALS[EOS]}
             out = [t for t in out if t not in drop]
@@ -159,6 +181,9 @@ class Vocab:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Vocab:
         """Rebuild a vocabulary saved with :meth:`to_dict`."""
+        if not isinstance(d, dict) or "tokens" not in d:
+            raise ConfigError(f"not a saved vocabulary: expected a dict with 'tokens' (Vocab.to_dict()); got "
+                              f"{type(d).__name__} {str(d)[:60]}")
         specials = tuple(d.get("specials", SPECIALS))
         if specials != SPECIALS:
             raise ConfigError(f"vocabulary saved with specials {specials}, expected {SPECIALS}")
@@ -210,7 +235,7 @@ def pad_batch(
         raise ConfigError(f"padding must be 'post' or 'pre', got {padding!r}")
     if max_len is not None and max_len < 0:
         raise ConfigError(f"max_len must be >= 0, got {max_len}")
-    seqs = [_as_ints(s) for s in sequences]
+    seqs = [_as_ints(s, f"sequence {i} of pad_batch") for i, s in enumerate(sequences)]
     width = max((len(s) for s in seqs), default=0) if max_len is None else max_len
     ids = np.full((len(seqs), width), pad, dtype=np.int64)
     lengths = np.zeros(len(seqs), dtype=np.int64)

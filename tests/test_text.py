@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from attention_course.errors import ConfigError
+from attention_course import text
+from attention_course.errors import ConfigError, CourseError
 from attention_course.text import BOS, EOS, PAD, SPECIALS, UNK, Padded, Vocab, pad_batch, tokenize
 
 CORPUS = [
@@ -152,3 +153,24 @@ def test_end_to_end(vocab):
     assert ids.shape == (3, max(len(b) for b in batch))
     for row, n, sentence in zip(ids, lengths, CORPUS, strict=True):
         assert vocab.decode(row[:n]) == tokenize(sentence)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda v: text.tokenize(None), "tokenize expects a string; got NoneType"),
+    (lambda v: text.tokenize(3), "tokenize expects a string; got int"),
+    (lambda v: text.Vocab.build([None]), "each token list of Vocab.build must be a list of string tokens"),
+    (lambda v: text.Vocab.build([["a", 1]]), "must hold strings; found 1"),
+    (lambda v: text.Vocab([1, 2]), r"Vocab\(tokens\) must hold strings"),
+    (lambda v: v.encode([1, 2]), r"Vocab.encode\(tokens\) must hold strings; found 1"),
+    (lambda v: v.encode(None), r"Vocab.encode\(tokens\) must be a list of string tokens"),
+    (lambda v: v.decode(None), r"Vocab.decode\(ids\) must be a sequence of integer ids"),
+    (lambda v: v.decode(["a"]), r"must hold integer ids; found 'a'"),
+    (lambda v: v.decode([1.5]), r"must hold integer ids; found 1.5"),
+    (lambda v: text.pad_batch([[1, 2], None]), "sequence 1 of pad_batch must be a sequence of integer ids"),
+    (lambda v: text.pad_batch([["a"]]), "sequence 0 of pad_batch must hold integer ids"),
+    (lambda v: text.Vocab.from_dict({}), "not a saved vocabulary"),
+])
+def test_bad_text_input_is_named_in_the_courses_words(call, message):
+    vocab = text.Vocab.build([["a", "b"]])
+    with pytest.raises(CourseError, match=message):
+        call(vocab)
