@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 from dataclasses import dataclass
@@ -67,7 +68,12 @@ def cpu_threads() -> int:
 
     from .errors import EnvError
 
-    torch.set_num_threads(EnvError.positive("COURSE_TORCH_THREADS", 1, int, "CPU threads for PyTorch"))
+    threads = EnvError.positive("COURSE_TORCH_THREADS", 1, int, "CPU threads for PyTorch")
+    cores = os.cpu_count() or 1
+    if threads > cores:
+        raise EnvError(f"COURSE_TORCH_THREADS={threads} asks for more threads than this machine's {cores} CPU cores; "
+                       f"set it to at most {cores} (1 is as fast for the course's models)")
+    torch.set_num_threads(threads)
     return torch.get_num_threads()
 
 

@@ -623,11 +623,14 @@ def test_bad_torch_threads(monkeypatch):
         pytest.skip("COURSE_TORCH_THREADS is read only on a CPU-only machine")
     from attention_course import frameworks, scale, setup
 
-    monkeypatch.setenv("COURSE_TORCH_THREADS", "abc")
     threads = torch.get_num_threads()
     try:
-        with pytest.raises(ConfigError, match=r"COURSE_TORCH_THREADS must be a positive integer.*'abc'"):
-            setup(frameworks="pytorch", banner=False)
+        for value, message in (("abc", r"COURSE_TORCH_THREADS must be a positive integer.*'abc'"),
+                               ("1000", rf"COURSE_TORCH_THREADS=1000 asks for more threads than this machine's "
+                                        rf"{os.cpu_count()} CPU cores")):
+            monkeypatch.setenv("COURSE_TORCH_THREADS", value)
+            with pytest.raises(ConfigError, match=message):
+                setup(frameworks="pytorch", banner=False)
     finally:
         scale.use(None)
         frameworks.use(None)
