@@ -535,7 +535,7 @@ def test_framework_cells_are_highlighted(audit):
              "framework cells shown as plain text")
 
 
-STALE = re.compile(r"in preparation|first part|the seeds|seeds' worked", re.IGNORECASE)
+STALE = re.compile(r"in preparation|first part|the seeds'|seeds' worked|(BEGIN|END) SOLUTION", re.IGNORECASE)
 
 
 def _page_text(path: Path) -> str:
@@ -545,7 +545,8 @@ def _page_text(path: Path) -> str:
 
 
 def test_no_stale_or_opaque_words_in_the_book(book_dir, pages):
-    """No "in preparation", "first part" or "the seeds": a reader cannot act on them."""
+    """No "in preparation", "first part" or "the seeds'" (a reader cannot act on them), and no exercise solution
+    shown with its grading markers (they are for the student export)."""
     problems = []
     for rel in pages:
         for m in STALE.finditer(_page_text(book_dir / rel)):

@@ -19,10 +19,13 @@
    chapters keeps their numbers.
 5. Code cells that start with ``%%keras`` or ``%%pytorch`` are highlighted as Python (IPython's lexer shows the
    body of an unknown cell magic as plain text).
+6. An exercise's solution is shown without its grading markers (``### BEGIN SOLUTION`` / ``### END SOLUTION``):
+   they are for the student export (``course-assign``), not for the reader.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +118,23 @@ def _framework_cell_lexer():
     return FrameworkCellLexer
 
 
+_MARKER_LINE = re.compile(r"^[ \t]*#+[ \t]*(BEGIN|END)[ \t]*SOLUTION\b[^\n]*\n?", re.IGNORECASE | re.MULTILINE)
+
+
+def _hide_solution_markers(app, doctree) -> None:
+    from docutils import nodes
+
+    for block in list(doctree.findall(nodes.literal_block)):
+        text = block.astext()
+        if not _MARKER_LINE.search(text):
+            continue
+        shown = _MARKER_LINE.sub("", text)
+        block.children = [nodes.Text(shown)]
+        block.rawsource = shown
+
+
 def setup(app) -> dict[str, Any]:
+    app.connect("doctree-read", _hide_solution_markers)
     app.add_lexer("ipython3", _framework_cell_lexer())
     app.connect("env-get-updated", _number_exercises_per_chapter, priority=900)  # after Sphinx numbers them
     app.connect("config-inited", _use_notebook_cache)
