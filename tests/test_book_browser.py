@@ -138,8 +138,11 @@ READING = r"""() => {
       out.tables.push((t.innerText || '').slice(0, 60));
     }
   }
+  // a chart must fit: scrolling sideways to see the rest of a chart does not count
   for (const c of article.querySelectorAll('.course-vega')) {
-    if (beyond(c.querySelector('svg, canvas') || c) && !scrolls(c)) out.charts.push(c.id || 'a chart');
+    const drawing = c.querySelector('svg, canvas') || c;
+    const wide = drawing.getBoundingClientRect().width > c.clientWidth + 1;
+    if (beyond(drawing) || wide) out.charts.push(c.id || 'a chart');
   }
   // a framework cell's code is highlighted beyond its %%keras / %%pytorch line
   out.plain = Array.from(article.querySelectorAll('div.cell.tag_keras, div.cell.tag_pytorch'))
