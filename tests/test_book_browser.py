@@ -236,9 +236,9 @@ def browser():
 class Offline:
     """A browser context whose requests may only go to 127.0.0.1; others are aborted and recorded."""
 
-    def __init__(self, browser):
+    def __init__(self, browser, width: int = 1280, height: int = 900):
         self.blocked: list[str] = []
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.context = browser.new_context(viewport={"width": width, "height": height})
         self.context.set_default_timeout(TIMEOUT_MS)
         self.context.route("**/*", self._route)
 
@@ -556,3 +556,33 @@ def test_no_stale_or_opaque_words_in_the_book(book_dir, pages):
             text = _page_text(book_dir / rel)
             problems.append(f"{rel}: …{text[max(0, m.start() - 60):m.end() + 60]}…")
     _fail_on(problems, "stale or opaque words in the built book")
+
+
+PHONE = r"""() => {
+  const root = document.documentElement;
+  const out = {page: root.scrollWidth - window.innerWidth, charts: []};
+  for (const c of document.querySelectorAll('.course-vega')) {
+    const drawing = c.querySelector('svg, canvas') || c;
+    if (drawing.getBoundingClientRect().right > window.innerWidth + 1) out.charts.push(c.id || 'a chart');
+  }
+  return out;
+}"""
+
+
+def test_on_a_phone_no_page_scrolls_sideways_and_every_chart_fits(browser, server, pages):
+    """At a phone's 390 px: the page itself never scrolls sideways (wide tables and equations scroll inside
+    themselves) and no chart is cut off."""
+    context = Offline(browser, width=390, height=844)
+    problems = []
+    try:
+        page = context.context.new_page()
+        for rel in pages:
+            page.goto(server + rel, wait_until="load")
+            _wait(page, CHARTS_SETTLED)
+            state = page.evaluate(PHONE)
+            if state["page"] > 1:
+                problems.append(f"{rel}: the page scrolls {state['page']} px sideways")
+            problems += [f"{rel}: chart {c} is cut off" for c in state["charts"]]
+    finally:
+        context.close()
+    _fail_on(problems, "at 390 px")
