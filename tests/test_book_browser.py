@@ -134,7 +134,7 @@ READING = r"""() => {
     }
   }
   for (const t of article.querySelectorAll('table')) {
-    if ((beyond(t) || t.scrollWidth > t.clientWidth + 1) && !scrolls(t.parentElement)) {
+    if ((beyond(t) || t.scrollWidth > t.clientWidth + 1) && !scrolls(t)) {
       out.tables.push((t.innerText || '').slice(0, 60));
     }
   }
