@@ -42,7 +42,7 @@ def test_both_frameworks_name_the_same_scores():
     assert ac.torch.SCORES == ac.keras.SCORES == SCORES
 
 
-@pytest.mark.parametrize("name", [*CLASSES.values(), "ScoredAttention"])
+@pytest.mark.parametrize("name", [*CLASSES.values(), "LinearConcatScore", "ScoredAttention"])
 def test_same_signatures(name):
     t, k = getattr(ac.torch, name), getattr(ac.keras, name)
 
@@ -215,6 +215,71 @@ def test_concat_and_additive_have_the_same_number_of_parameters():
     concat, additive = ac.torch.ConcatScore(6, 7, 5), ac.torch.AdditiveScore(6, 7, 5)
     count = lambda m: sum(p.numel() for p in m.parameters())
     assert count(concat) == count(additive) == (6 + 7) * 5 + 5
+
+
+
+# --- the slides' concat, W_a [q; k]: linear, so the query cannot change the weights --------------------------
+
+def _linear_concat(fw, q, k, seed=0):
+    if fw.__name__.endswith(".torch"):
+        torch.manual_seed(seed)
+    layer = fw.LinearConcatScore(q.shape[-1], k.shape[-1])
+    layer(as_input(fw, q), as_input(fw, k))                  # builds the Keras Dense
+    return layer
+
+
+def test_linear_concat_agrees_with_shared_weights():
+    q, k, _, _ = _inputs(8, d_q=6, d_k=7)
+    torch.manual_seed(5)
+    tm, km = ac.torch.LinearConcatScore(6, 7), ac.keras.LinearConcatScore(6, 7)
+    km(q, k)
+    torch_to_keras(tm, km)
+    with torch.no_grad():
+        expected = tm(torch.as_tensor(q), torch.as_tensor(k)).numpy()
+    assert expected.shape == (2, 3, 5)
+    np.testing.assert_allclose(np.asarray(km(q, k)), expected, rtol=RTOL, atol=ATOL)
+
+
+def test_linear_concat_matches_the_numpy_reference_and_splits_into_query_and_key_parts(fw):
+    q, k, _, _ = _inputs(9, d_q=6, d_k=7)
+    layer = _linear_concat(fw, q, k)
+    params = score_params(layer)
+    assert params["W"].shape == (13,)
+    got = to_numpy(layer(as_input(fw, q), as_input(fw, k)))
+    np.testing.assert_allclose(got, reference_score("linear_concat", q.astype(float), k.astype(float), params),
+                               rtol=1e-4, atol=1e-5)
+    w_q, w_k = params["W"][:6], params["W"][6:]              # W_a [q; k] = w_q·q + w_k·k
+    np.testing.assert_allclose(got, (q @ w_q)[:, :, None] + (k @ w_k)[:, None, :], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_linear_concat_weights_do_not_depend_on_the_query(fw, seed):
+    """Each query adds one number to all its scores; the softmax over the keys removes it: every query of an
+    example gets the same weights, while the concat score with tanh gives different queries different weights."""
+    q, k, v, mask = _inputs(10 + seed, t_q=4, d_q=6, d_k=7)
+    q = q * 3.0                                              # queries far apart
+    torch.manual_seed(seed)
+    linear = fw.ScoredAttention("dot")                       # any attention: its score is replaced below
+    linear.score = _linear_concat(fw, q, k, seed)
+    scores = to_numpy(linear.score(as_input(fw, q), as_input(fw, k)))
+    assert np.ptp(scores[:, :, 0] - scores[:, :, 1], axis=1).max() < 1e-4   # key differences: the same per query
+    assert np.ptp(scores, axis=1).max() > 0.1                 # ... although the raw scores do move with the query
+    _, w = linear(*(as_input(fw, a) for a in (q, k, v)), mask=as_input(fw, mask), return_weights=True)
+    w = to_numpy(w)
+    np.testing.assert_allclose(w, np.broadcast_to(w[:, :1], w.shape), rtol=1e-5, atol=1e-6)
+    tanh_concat = fw.ScoredAttention("concat", 6, 7, 5)
+    _, w_tanh = tanh_concat(*(as_input(fw, a) for a in (q, k, v)), mask=as_input(fw, mask), return_weights=True)
+    assert np.abs(to_numpy(w_tanh) - to_numpy(w_tanh)[:, :1]).max() > 1e-3
+
+
+def test_linear_concat_refuses_bad_sizes(fw):
+    for bad in (0, 2.5, True, -3):
+        with pytest.raises(ConfigError):
+            fw.LinearConcatScore(bad, 4)
+    layer = fw.LinearConcatScore(3, 4)
+    q, k, _, _ = _inputs(11, d_q=3, d_k=5)
+    with pytest.raises(ShapeError, match="LinearConcatScore was built for d_query=3 and d_key=4"):
+        layer(as_input(fw, q), as_input(fw, k))
 
 
 # --- agreement with the frameworks' own attention ----------------------------------------------------------

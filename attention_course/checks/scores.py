@@ -6,6 +6,7 @@ mask (B, T_k) bool with True where a key may be attended; scores and weights (B,
 * general:  score = q W kᵀ                 with W (d_q, d_k)
 * concat:   score = tanh([q; k] W) v       with W (d_q + d_k, units), v (units,)
 * additive: score = tanh(q W + k U) v      with W (d_q, units), U (d_k, units), v (units,)
+* linear_concat: score = [q; k] W          with W (d_q + d_k,): the slides' "concat", no tanh and no v
 
 Each checker runs the learner's function on fresh random inputs against the reference and, when the answer
 is wrong, names the mistake (or the combination of mistakes) that produces the same numbers.
@@ -27,7 +28,8 @@ __all__ = [
 
 
 def reference_score(kind: str, query: np.ndarray, key: np.ndarray, params: dict | None = None) -> np.ndarray:
-    """Scores (B, T_q, T_k) of ``kind`` ("dot", "scaled_dot", "general", "concat", "additive") in NumPy;
+    """Scores (B, T_q, T_k) of ``kind`` ("dot", "scaled_dot", "general", "concat", "additive", "linear_concat")
+    in NumPy;
     ``params`` holds the matrices named in the module docstring (W, U, v)."""
     params = params or {}
     if kind == "dot":
@@ -43,7 +45,13 @@ def reference_score(kind: str, query: np.ndarray, key: np.ndarray, params: dict 
         return np.tanh(pairs @ params["W"]) @ params["v"]
     if kind == "additive":
         return np.tanh((query @ params["W"])[:, :, None] + (key @ params["U"])[:, None]) @ params["v"]
-    raise ValueError(f"unknown score {kind!r}: choose one of dot, scaled_dot, general, concat, additive")
+    if kind == "linear_concat":
+        b, t_q, t_k = query.shape[0], query.shape[1], key.shape[1]
+        pairs = np.concatenate([np.broadcast_to(query[:, :, None], (b, t_q, t_k, query.shape[-1])),
+                                np.broadcast_to(key[:, None], (b, t_q, t_k, key.shape[-1]))], axis=-1)
+        return pairs @ params["W"]
+    raise ValueError(f"unknown score {kind!r}: choose one of dot, scaled_dot, general, concat, additive, "
+                     f"linear_concat")
 
 
 def score_params(score) -> dict[str, np.ndarray]:
@@ -60,6 +68,8 @@ def score_params(score) -> dict[str, np.ndarray]:
         return {"W": matrix(score.W_a), "v": matrix(score.v_a)[:, 0]}
     if kind == "AdditiveScore":
         return {"W": matrix(score.W_a), "U": matrix(score.U_a), "v": matrix(score.v_a)[:, 0]}
+    if kind == "LinearConcatScore":
+        return {"W": matrix(score.W_a)[:, 0]}
     return {}
 
 

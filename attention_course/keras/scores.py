@@ -21,8 +21,8 @@ from . import inputs
 from .base import BuildOnCall, Layer
 from .layers import masked_softmax
 
-__all__ = ["DotScore", "ScaledDotScore", "GeneralScore", "ConcatScore", "AdditiveScore", "ScoredAttention",
-           "SCORES"]
+__all__ = ["DotScore", "ScaledDotScore", "GeneralScore", "ConcatScore", "AdditiveScore", "LinearConcatScore",
+           "ScoredAttention", "SCORES"]
 
 
 
@@ -113,6 +113,30 @@ class AdditiveScore(_Score):
 
     def get_config(self):
         return {**super().get_config(), "d_query": self.d_query, "d_key": self.d_key, "units": self.units}
+
+
+class LinearConcatScore(_Score):
+    """score(q, k) = W_a [q; k] (the NLP-lab slides' "concat": a linear map of the pair, no tanh, no v_a).
+    The kernel of ``W_a`` is the (d_query + d_key, 1) column of the formula. Since W_a [q; k] = w_q·q + w_k·k,
+    the query adds the same number to every key's score: the softmax over the keys never sees it."""
+
+    def __init__(self, d_query: int, d_key: int, **kwargs):
+        super().__init__(**kwargs)
+        self.d_query, self.d_key = validate.sizes(d_query=d_query, d_key=d_key)   # whole numbers >= 1
+        self.W_a = layers.Dense(1, use_bias=False)
+
+    def call(self, query, key):
+        query, key = inputs.pair(query, key)                       # float tensors
+        validate.score_shapes(self, query, key)
+        t_q, t_k = ops.shape(query)[1], ops.shape(key)[1]
+        q = ops.repeat(ops.expand_dims(query, 2), t_k, axis=2)       # (B, T_q, T_k, d_q)
+        k = ops.repeat(ops.expand_dims(key, 1), t_q, axis=1)         # (B, T_q, T_k, d_k)
+        pairs = ops.concatenate([q, k], axis=-1)                     # (B, T_q, T_k, d_q + d_k)
+        rows = ops.reshape(pairs, (-1, self.d_query + self.d_key))   # one pair per row (see AdditiveScore)
+        return ops.reshape(self.W_a(rows), ops.shape(pairs)[:3])     # (B, T_q, T_k)
+
+    def get_config(self):
+        return {**super().get_config(), "d_query": self.d_query, "d_key": self.d_key}
 
 
 def make_score(score: str, d_query: int | None = None, d_key: int | None = None, units: int | None = None):

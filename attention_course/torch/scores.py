@@ -21,8 +21,8 @@ from ..choices import SCORES, score_layer
 from . import inputs
 from .layers import masked_softmax
 
-__all__ = ["DotScore", "ScaledDotScore", "GeneralScore", "ConcatScore", "AdditiveScore", "ScoredAttention",
-           "SCORES"]
+__all__ = ["DotScore", "ScaledDotScore", "GeneralScore", "ConcatScore", "AdditiveScore", "LinearConcatScore",
+           "ScoredAttention", "SCORES"]
 
 
 
@@ -101,6 +101,25 @@ class AdditiveScore(_Score):
         validate.score_shapes(self, query, key)
         hidden = self.W_a(query)[:, :, None, :] + self.U_a(key)[:, None, :, :]  # (B, T_q, T_k, units)
         return self.v_a(torch.tanh(hidden))[..., 0]                 # (B, T_q, T_k)
+
+
+class LinearConcatScore(_Score):
+    """score(q, k) = W_a [q; k] (the NLP-lab slides' "concat": a linear map of the pair, no tanh, no v_a).
+    ``W_a.weight`` is the (1, d_query + d_key) row of the formula. Since W_a [q; k] = w_q·q + w_k·k, the
+    query adds the same number to every key's score: the softmax over the keys never sees it."""
+
+    def __init__(self, d_query: int, d_key: int):
+        super().__init__()
+        self.d_query, self.d_key = validate.sizes(d_query=d_query, d_key=d_key)   # whole numbers >= 1
+        self.W_a = nn.Linear(self.d_query + self.d_key, 1, bias=False)
+
+    def forward(self, query, key):
+        query, key = inputs.pair(query, key)                       # float tensors
+        validate.score_shapes(self, query, key)
+        (b, t_q, _), t_k = query.shape, key.shape[1]
+        pairs = torch.cat([query[:, :, None, :].expand(b, t_q, t_k, -1),
+                           key[:, None, :, :].expand(b, t_q, t_k, -1)], dim=-1)  # (B, T_q, T_k, d_q + d_k)
+        return self.W_a(pairs)[..., 0]                              # (B, T_q, T_k)
 
 
 def make_score(score: str, d_query: int | None = None, d_key: int | None = None, units: int | None = None):
