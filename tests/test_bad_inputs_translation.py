@@ -44,13 +44,13 @@ def _translator(fw, kind="bahdanau"):
     return fw.Translator(V_SRC, V_TGT, kind, embed=8, hidden=12)
 
 
-def _seed_translator(fw):
-    return fw.SeedTranslator(V_SRC, V_TGT, embed=8, n_a=6, n_s=10)
+def _slides_translator(fw):
+    return fw.SlidesTranslator(V_SRC, V_TGT, embed=8, latent_dim=6, latent_dim_decoder=10)
 
 
 # ---- source masks: right-padded, at least one real token per row, at least one row, not None ----------------------
 
-@pytest.mark.parametrize("make", [_translator, _seed_translator], ids=["Translator", "SeedTranslator"])
+@pytest.mark.parametrize("make", [_translator, _slides_translator], ids=["Translator", "SlidesTranslator"])
 @pytest.mark.parametrize("change, error, needle", [
     (lambda m: m[:, ::-1], InputError, "src_mask must be right-padded: .* row 1 is 001111"),
     (lambda m: np.where(np.arange(B)[:, None] == 1, False, m), InputError, "src_mask row 1 has no real token"),
@@ -63,7 +63,7 @@ def test_a_source_mask_must_be_right_padded_with_a_real_token_per_row(fw, make, 
         _run(fw, make(fw), as_input(fw, src), None if bad is None else as_input(fw, bad.copy()), as_input(fw, tgt))
 
 
-@pytest.mark.parametrize("make", [_translator, _seed_translator], ids=["Translator", "SeedTranslator"])
+@pytest.mark.parametrize("make", [_translator, _slides_translator], ids=["Translator", "SlidesTranslator"])
 def test_an_empty_batch_and_batches_that_differ_are_refused(fw, make):
     src, mask, tgt = _batch()
     with pytest.raises(ShapeError, match=r"src holds no rows: shape \(0, 6\) has batch size 0"):
@@ -115,6 +115,7 @@ def test_a_mask_given_as_none_by_position_is_no_mask_in_both_frameworks(fw):
     (lambda fw: fw.PlainDecoder(V_TGT, 8, 1.5), r"hidden must be a whole number \(int\) >= 1; got 1.5"),
     (lambda fw: fw.Encoder(V_SRC, 8, 0), "hidden must be >= 1; got 0"),
     (lambda fw: fw.OneStepAttention(5, 8, units=0), "units must be >= 1; got 0"),
+    (lambda fw: fw.SlidesTranslator(V_SRC, V_TGT, dropout=1), r"dropout \(a dropout rate\) must be a number in"),
     (lambda fw: fw.SceneEncoder(0), "dim must be >= 1; got 0"),
     (lambda fw: fw.VisualAttention(16, 12, 0), "units must be >= 1; got 0"),
 ])

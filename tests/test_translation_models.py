@@ -8,6 +8,7 @@ import torch
 
 import attention_course as ac
 from attention_course import decode
+from attention_course.experiments import chapter5 as c5
 from attention_course.parity import torch_to_keras
 
 pytestmark = pytest.mark.chapter(5, 8)   # Chapters 5 and 8: `make test CHAPTERS=...` picks by it
@@ -49,17 +50,60 @@ def test_translators_agree_with_shared_weights(kind):
         assert not w[~np.broadcast_to(mask[:, None], w.shape)].any()       # exactly 0 on pads
 
 
-def test_seed_translator_agrees_with_shared_weights():
-    torch.manual_seed(0)
-    tm = ac.torch.SeedTranslator(40, 30, embed=8, n_a=6, n_s=10)
-    km = ac.keras.SeedTranslator(40, 30, embed=8, n_a=6, n_s=10)
+def slides_twins(seed=0):
+    torch.manual_seed(seed)
+    tm = ac.torch.SlidesTranslator(40, 30, embed=8, latent_dim=6, latent_dim_decoder=10)
+    km = ac.keras.SlidesTranslator(40, 30, embed=8, latent_dim=6, latent_dim_decoder=10)
     torch_to_keras(tm, km, batch())
+    return tm.eval(), km
+
+
+def test_slides_translator_agrees_with_shared_weights():
+    tm, km = slides_twins()
     src, mask, tgt_in = batch(2)
     t_logits, t_weights = tm(src, mask, tgt_in, return_weights=True)
     k_logits, k_weights = km(src, mask, tgt_in, return_weights=True)
     np.testing.assert_allclose(np.asarray(k_logits), t_logits.detach().numpy(), rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(np.asarray(k_weights), t_weights.detach().numpy(), rtol=RTOL, atol=ATOL)
-    assert not t_weights.detach().numpy()[~np.broadcast_to(mask[:, None], t_weights.shape)].any()
+    w = t_weights.detach().numpy()
+    np.testing.assert_allclose(w.sum(-1), 1, rtol=1e-5)                     # softmax over time: one per step
+    assert not w[~np.broadcast_to(mask[:, None], w.shape)].any()
+
+
+def test_slides_translator_layers_are_the_slides():
+    """The slides' sub-layers by their names: Dense(10, tanh) then Dense(1) in the attention, a bidirectional LSTM
+    encoder with dropout 0.5 on its inputs, an LSTM decoder fed [context; previous word]."""
+    tm, km = slides_twins()
+    assert (tm.attention.attn_dense1.out_features, tm.attention.attn_dense2.out_features) == (10, 1)
+    assert (km.attention.attn_dense1.units, km.attention.attn_dense2.units) == (10, 1)
+    assert km.attention.attn_dense1.activation.__name__ == "tanh"
+    assert tm.encoder.bidirectional and km.encoder.forward_layer.dropout == 0.5 == tm.dropout
+    assert tm.decoder_lstm.input_size == 2 * 6 + 8                          # context (2 latent_dim) + embedding
+
+
+def _slides_output(model, training, src, mask, tgt_in):
+    if isinstance(model, torch.nn.Module):
+        return model.train(training)(src, mask, tgt_in).detach().numpy()
+    return np.asarray(model(src, mask, tgt_in, training=training))
+
+
+def test_slides_translator_drops_encoder_inputs_only_when_training():
+    src, mask, tgt_in = batch(4)
+    for fw in (ac.torch, ac.keras):
+        torch.manual_seed(0)
+        model = fw.SlidesTranslator(40, 30, embed=8, latent_dim=6, latent_dim_decoder=10)
+        inference = _slides_output(model, False, src, mask, tgt_in)
+        np.testing.assert_array_equal(inference, _slides_output(model, False, src, mask, tgt_in))   # no dropout
+        assert not np.allclose(_slides_output(model, True, src, mask, tgt_in), inference)           # dropout
+
+
+def test_the_selector_reads_its_step_when_it_runs():
+    """The slides' Lambda(lambda x: x[:, t:t+1]) looks t up when it runs; the course's selector takes t."""
+    x = np.arange(4)[None]
+    late = [lambda x: x[:, t:t + 1] for t in range(4)]                      # noqa: B023, as on the slides
+    assert [int(f(x)[0, 0]) for f in late] == [3, 3, 3, 3]
+    for fw in (ac.torch.translation, ac.keras.translation):
+        assert [int(fw.selector(x, t)[0, 0]) for t in range(4)] == [0, 1, 2, 3]
 
 
 @pytest.mark.parametrize("kind", ["bahdanau", "luong"])
@@ -190,3 +234,60 @@ def test_keras_decoders_skip_keras_shape_inference(monkeypatch):
     s = np.zeros((2, 6), "float32")
     logits, state, alpha = decoder(np.array([1, 2]), (s, s), (h, mask, c, decoder.keys(h)))
     assert tuple(logits.shape) == (2, 11) and alpha is None
+
+
+# ---- Cohn et al.'s training terms on the attention matrix ---------------------------------------------------------
+
+def test_coverage_penalty_and_agreement_by_hand_in_both_frameworks():
+    a = np.array([[[0.9, 0.1, 0.0], [0.2, 0.8, 0.0], [0.5, 0.5, 0.0]]], np.float32)    # (1, T=3, S=3), pad at S=2
+    src_mask, tgt_mask = np.array([[True, True, False]]), np.array([[True, True, False]])
+    r = np.array([[[0.7, 0.3, 0.0], [0.4, 0.6, 0.0], [0.5, 0.5, 0.0]]], np.float32)    # (1, S=3, T=3), Y→X
+    # received: source 0 gets 0.9 + 0.2, source 1 gets 0.1 + 0.8 (the third output step is a pad)
+    want_coverage = ((1 - 1.1) ** 2 + (1 - 0.9) ** 2) / 2
+    want_agreement = (0.9 * 0.7 + 0.1 * 0.4 + 0.2 * 0.3 + 0.8 * 0.6) / 2               # Σ A[t,i] R[i,t] / 2 steps
+    k = ac.keras.translation
+    for got, want in [(ac.torch.coverage_penalty(torch.tensor(a), torch.tensor(src_mask), torch.tensor(tgt_mask)),
+                       want_coverage), (k.coverage_penalty(a, src_mask, tgt_mask), want_coverage),
+                      (ac.torch.agreement(torch.tensor(a), torch.tensor(r), torch.tensor(tgt_mask)), want_agreement),
+                      (k.agreement(a, r, tgt_mask), want_agreement)]:
+        np.testing.assert_allclose(float(got), want, rtol=1e-6)
+    # the trace form of the notes: Tr(A_{X→Y} A_{Y→X}ᵀ), A_{Y→X} written target word × source word
+    yx_as_xy = r[0].T                                                        # (T, S)
+    np.testing.assert_allclose(np.trace(a[0] @ yx_as_xy.T), want_agreement * 2, rtol=1e-6)
+
+
+def _pairs(n=48, seed=0):
+    task = c5.alignment_task(n, 8, seed=seed)
+    return task, c5.reversed_arrays(task.train)
+
+
+def test_reversed_arrays_line_up_with_the_forward_pairs():
+    task, rev = _pairs()
+    tr = task.train
+    np.testing.assert_array_equal(rev.src, tr.tgt_out)                      # Y with its end token
+    np.testing.assert_array_equal(rev.tgt_out, tr.src)                      # X with its end token
+    assert (rev.tgt_in[:, 0] == ac.text.BOS).all()
+    words = rev.tgt_out[:, :-1] > ac.text.EOS
+    np.testing.assert_array_equal(rev.tgt_in[:, 1:][words], rev.tgt_out[:, :-1][words])   # shifted by one step
+    assert not (rev.tgt_in == ac.text.EOS).any()
+    twice = c5.reversed_arrays(rev)
+    np.testing.assert_array_equal(twice.src, tr.src)
+    np.testing.assert_array_equal(twice.tgt_in, tr.tgt_in)
+
+
+@pytest.mark.parametrize("fw_name", ["torch", "keras"])
+def test_fit_attention_terms_without_terms_is_fit(fw_name):
+    """Zero weights: the same training as ``fit`` (same initial weights, shuffles and steps)."""
+    fw = getattr(ac, fw_name)
+    task, _ = _pairs()
+    tr = task.train
+    models = []
+    for _ in range(2):
+        ac.session.seed_everything(3)
+        models.append(fw.Translator(len(task.src_vocab), len(task.tgt_vocab), "bahdanau", embed=8, hidden=12))
+    fw.fit(models[0], (tr.src, tr.src_mask, tr.tgt_in), tr.tgt_out, epochs=2, lr=5e-3, ignore_index=0, clip_norm=1.0,
+           seed=1, batch_size=16)
+    fw.fit_attention_terms(models[1], tr, epochs=2, lr=5e-3, seed=1, batch_size=16)
+    out = [m(task.test.src, task.test.src_mask, task.test.tgt_in) for m in models]
+    out = [o.detach().numpy() if fw_name == "torch" else np.asarray(o) for o in out]
+    np.testing.assert_allclose(out[1], out[0], rtol=1e-4, atol=1e-5)

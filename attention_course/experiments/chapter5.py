@@ -22,7 +22,8 @@ from ..data.translation import ParallelArrays, SubwordTokenizer, encode_pairs, t
 from ..text import BOS, EOS, PAD, Vocab
 
 __all__ = ["SIZES", "MODELS", "LENGTH_EDGES", "Corpus", "corpus", "build", "train", "translate", "evaluate",
-           "parameters", "coverage_report", "AlignmentTask", "alignment_task", "alignment_report", "hardware",
+           "parameters", "coverage_report", "AlignmentTask", "alignment_task", "alignment_report",
+           "reversed_arrays", "remedy_report", "hardware",
            "results_table", "length_table"]
 
 #: Sizes of each run: data, vocabularies, model, training.
@@ -235,3 +236,23 @@ def hardware() -> str:
         return f"{h['cpu']}, {h['cores']} cores, no GPU"
     name = gpu_name()
     return f"{h['cpu']}, {h['cores']} cores, with a GPU" + (f" ({name})" if name else "")
+
+
+def reversed_arrays(arrays: ParallelArrays) -> ParallelArrays:
+    """The same pairs the other way round (Y→X), position for position: the new source is the old target with its
+    end token (``tgt_out``), the new output is the old source with its end token (``src``), and the new decoder
+    input is a begin token and the old source's words. The Y→X attention (n, S, T) then lines up with the X→Y
+    attention (n, T, S) transposed, which ``agreement`` multiplies."""
+    src = arrays.tgt_out.copy()
+    tgt_out = arrays.src.copy()
+    shifted = np.concatenate([np.full((len(src), 1), BOS, tgt_out.dtype), tgt_out[:, :-1]], axis=1)
+    tgt_in = np.where(shifted == EOS, PAD, shifted)
+    return ParallelArrays(src, src > PAD, tgt_in, tgt_out, (src > PAD).sum(1))
+
+
+def remedy_report(model, weights: np.ndarray, task: AlignmentTask) -> dict[str, float]:
+    """A translator of the synthetic pair scored two ways: greedy BLEU (sacreBLEU) on the test pairs, and
+    ``alignment_report`` of its teacher-forced attention ``weights`` (n, T, S)."""
+    found = decode.greedy_search(model, task.test.src, task.test.src_mask, max_len=task.test.tgt_out.shape[1])
+    hyps = [" ".join(task.tgt_vocab.decode(tokens)) for tokens in found.tokens]
+    return {"BLEU": tm.bleu(hyps, task.test_pairs.target).score, **alignment_report(weights, task)}

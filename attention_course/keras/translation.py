@@ -11,17 +11,21 @@ from __future__ import annotations
 from typing import Any
 
 import keras
+import numpy as np
+import tensorflow as tf
 from keras import layers, ops
 
 from .. import validate
 from ..choices import TRANSLATION_ATTENTION
+from ..text import PAD
+from ..train import batches, progress
 from . import inputs
 from .base import BuildOnCall, Layer, Model
 from .layers import masked_softmax
 from .scores import AdditiveScore, GeneralScore
 
-__all__ = ["OneStepAttention", "SeedTranslator", "Encoder", "PlainDecoder", "BahdanauDecoder", "LuongDecoder",
-           "Translator", "DECODERS"]
+__all__ = ["OneStepAttention", "SlidesTranslator", "Encoder", "PlainDecoder", "BahdanauDecoder", "LuongDecoder",
+           "Translator", "DECODERS", "coverage_penalty", "agreement", "fit_attention_terms"]
 
 
 def embedding(vocab: int, embed: int) -> layers.Embedding:
@@ -30,61 +34,85 @@ def embedding(vocab: int, embed: int) -> layers.Embedding:
     return layers.Embedding(vocab, embed, embeddings_initializer=keras.initializers.RandomNormal(stddev=1.0))
 
 
+def softmax_over_time(x, mask=None):
+    """The slides' ``softmax_over_time``: a softmax over axis 1, time. x (B, S, 1) energies, mask (B, S) True on
+    real tokens (the repair: pads get exactly 0) → (B, S, 1) weights."""
+    return ops.transpose(masked_softmax(ops.transpose(x, (0, 2, 1)), mask), (0, 2, 1))   # over the last axis
+
+
+def selector(x, t: int):
+    """The slides' ``selector`` with t an argument, read when the step runs: x (B, T, E) → x[:, t:t+1] (B, 1, E)."""
+    return x[:, t:t + 1]
+
+
 class OneStepAttention(BuildOnCall, Layer):
-    """The slides' ``one_step_attention``: repeat s_{t−1} over the S source steps, concatenate it with the
-    encoder states a, Dense(10, tanh), Dense(1), a softmax over time, and α·a for the context."""
+    """The slides' ``one_step_attention(h, st_1)``: repeat s(t−1) over the S source steps (``attn_repeat_layer``),
+    concatenate it with each encoder state h_j (``attn_concat_layer``), ``attn_dense1`` = Dense(10, tanh),
+    ``attn_dense2`` = Dense(1) and ``softmax_over_time``, then the weighted sum Σ_j α_j h_j (``attn_dot``).
+    h (B, S, D), st_1 (B, H), mask (B, S) → context (B, 1, D), alphas (B, S, 1)."""
 
     def __init__(self, d_state: int, d_enc: int, units: int = 10, **kwargs):
         super().__init__(**kwargs)
         self.d_state, self.d_enc, self.units = validate.sizes(d_state=d_state, d_enc=d_enc, units=units)
-        self.concatenator = layers.Concatenate(axis=-1)
-        self.densor1 = layers.Dense(self.units)
-        self.densor2 = layers.Dense(1)
-        self.dotor = layers.Dot(axes=1)
+        self.attn_concat_layer = layers.Concatenate(axis=-1)
+        self.attn_dense1 = layers.Dense(self.units, activation="tanh")
+        self.attn_dense2 = layers.Dense(1)
+        self.attn_dot = layers.Dot(axes=1)
 
-    def call(self, a, s_prev, mask=None):
-        # a (B, S, 2H) encoder states, s_prev (B, H), mask (B, S)
-        a, s_prev, mask = inputs.floats(a, "a"), inputs.floats(s_prev, "s_prev"), inputs.bool_mask(mask, "mask")
-        validate.query_and_memory("OneStepAttention", s_prev, self.d_state, a, self.d_enc, mask)
-        s = ops.repeat(ops.expand_dims(s_prev, 1), ops.shape(a)[1], axis=1)   # repeator: (B, S, H)
-        concat = self.concatenator([a, s])                          # (B, S, 2H + H)
-        energies = self.densor2(ops.tanh(self.densor1(concat)))     # (B, S, 1)
-        alphas = masked_softmax(ops.transpose(energies, (0, 2, 1)), mask)     # activator, over time: (B, 1, S)
-        return self.dotor([ops.transpose(alphas, (0, 2, 1)), a]), alphas    # dotor: context (B, 1, 2H)
+    def call(self, h, st_1, mask=None):
+        h, st_1, mask = inputs.floats(h, "h"), inputs.floats(st_1, "st_1"), inputs.bool_mask(mask, "mask")
+        validate.query_and_memory("OneStepAttention", st_1, self.d_state, h, self.d_enc, mask)
+        st_1 = ops.repeat(ops.expand_dims(st_1, 1), ops.shape(h)[1], axis=1)   # attn_repeat_layer: (B, S, H)
+        x = self.attn_concat_layer([h, st_1])                      # (B, S, D + H)
+        x = self.attn_dense1(x)                                    # (B, S, 10)
+        alphas = softmax_over_time(self.attn_dense2(x), mask)      # (B, S, 1), a distribution over time
+        context = self.attn_dot([alphas, h])                       # Σ_j α_j h_j: (B, 1, D)
+        return context, alphas
 
 
-class SeedTranslator(Model):
-    """The slides' model, repaired: a bidirectional LSTM encoder, ``OneStepAttention`` at every output step,
-    the context concatenated with the previous target word (teacher forcing), one LSTM step started from
-    [s, c], a linear layer to the vocabulary. src (B, S), src_mask (B, S), tgt_in (B, T) → logits (B, T, V)."""
+class SlidesTranslator(Model):
+    """The slides' model: ``embedding_layer`` and a bidirectional LSTM encoder with dropout on its inputs, then
+    for each output step t ``one_step_attention`` asked with s(t−1), the context concatenated with the previous
+    target word chosen by ``selector`` (teacher forcing), one step of ``decoder_lstm`` from [s, c] (zeros at
+    first: the slides' inputs s0, c0) and ``decoder_dense``. Repaired: the selector reads its step when it runs,
+    the encoder and the softmax over time skip the pads, and the output is logits (the slides' Dense has a
+    softmax; here the loss applies it). src (B, S), src_mask (B, S), tgt_in (B, T) → logits (B, T, V)
+    [and alphas (B, T, S) when ``return_weights``]."""
 
-    def __init__(self, src_vocab: int, tgt_vocab: int, embed: int = 32, n_a: int = 32, n_s: int = 64, **kwargs):
+    def __init__(self, src_vocab: int, tgt_vocab: int, embed: int = 32, latent_dim: int = 32,
+                 latent_dim_decoder: int = 64, dropout: float = 0.5, **kwargs):
         super().__init__(**kwargs)
-        src_vocab, tgt_vocab, embed, n_a, n_s = validate.sizes(
-            src_vocab=src_vocab, tgt_vocab=tgt_vocab, embed=embed, n_a=n_a, n_s=n_s)
-        self.n_s = n_s
-        self.src_embed = embedding(src_vocab, embed)
-        self.encoder = layers.Bidirectional(layers.LSTM(n_a, return_sequences=True))
-        self.attention = OneStepAttention(n_s, 2 * n_a, 10)
-        self.tgt_embed = embedding(tgt_vocab, embed)
-        self.decoder = layers.LSTM(n_s, return_state=True)
-        self.out = layers.Dense(tgt_vocab)
+        src_vocab, tgt_vocab, embed, latent_dim, latent_dim_decoder = validate.sizes(
+            src_vocab=src_vocab, tgt_vocab=tgt_vocab, embed=embed, latent_dim=latent_dim,
+            latent_dim_decoder=latent_dim_decoder)
+        self.latent_dim_decoder, self.dropout = latent_dim_decoder, validate.rate("dropout", dropout)
+        self.embedding_layer = embedding(src_vocab, embed)
+        self.encoder = layers.Bidirectional(layers.LSTM(latent_dim, return_sequences=True, dropout=self.dropout))
+        self.attention = OneStepAttention(latent_dim_decoder, 2 * latent_dim, 10)
+        self.decoder_embedding = embedding(tgt_vocab, embed)
+        self.decoder_lstm = layers.LSTM(latent_dim_decoder, return_state=True)
+        self.context_last_word_concat_layer = layers.Concatenate(axis=2)
+        self.decoder_dense = layers.Dense(tgt_vocab)
 
     def call(self, src, src_mask, tgt_in, return_weights: bool = False):
-        src, tgt_in = inputs.ids(src, "src", self.src_embed), inputs.ids(tgt_in, "tgt_in", self.tgt_embed)
+        src = inputs.ids(src, "src", self.embedding_layer)
+        tgt_in = inputs.ids(tgt_in, "tgt_in", self.decoder_embedding)
         mask = inputs.source_mask(src_mask, src)
         validate.same_batch(src=validate.shape_of(src), tgt_in=validate.shape_of(tgt_in))
-        a = self.encoder(self.src_embed(src), mask=mask)             # (B, S, 2n_a)
-        s = c = ops.zeros((ops.shape(a)[0], self.n_s))               # the slides' s0, c0
-        y = self.tgt_embed(tgt_in)                                   # (B, T, E)
-        logits, weights = [], []
-        for t in range(y.shape[1]):
-            context, alphas = self.attention(a, s, mask)             # (B, 1, 2n_a), (B, 1, S)
-            _, s, c = self.decoder(ops.concatenate([context, y[:, t:t + 1]], -1), initial_state=[s, c])
-            logits.append(self.out(s))
-            weights.append(alphas)
-        logits = ops.stack(logits, axis=1)                           # (B, T, V)
-        return (logits, ops.concatenate(weights, axis=1)) if return_weights else logits
+        x = self.embedding_layer(src)                              # (B, S, E)
+        encoder_outputs = self.encoder(x, mask=mask)              # (B, S, 2 latent_dim); dropout when training
+        s = c = ops.zeros((ops.shape(x)[0], self.latent_dim_decoder))     # the slides' initial_s, initial_c
+        decoder_inputs_x = self.decoder_embedding(tgt_in)          # (B, T, E)
+        outputs, weights = [], []
+        for t in range(decoder_inputs_x.shape[1]):                 # Ty times
+            context, alphas = self.attention(encoder_outputs, s, mask)     # (B, 1, 2 latent_dim), (B, S, 1)
+            xt = selector(decoder_inputs_x, t)                     # the previous target word: (B, 1, E)
+            decoder_lstm_input = self.context_last_word_concat_layer([context, xt])
+            o, s, c = self.decoder_lstm(decoder_lstm_input, initial_state=[s, c])   # o = s: (B, latent_dim_decoder)
+            outputs.append(self.decoder_dense(o))                  # (B, V)
+            weights.append(alphas[..., 0])
+        logits = ops.stack(outputs, axis=1)                        # stack_and_transpose: (B, T, V)
+        return (logits, ops.stack(weights, axis=1)) if return_weights else logits
 
 
 class Encoder(BuildOnCall, Layer):
@@ -249,3 +277,80 @@ class Translator(Model):
     def reorder(self, state, index):
         index = ops.convert_to_tensor(validate.row_index("index", index, state[1][0].shape[0]), dtype="int32")
         return tuple(tuple(None if x is None else ops.take(x, index, axis=0) for x in part) for part in state)
+
+
+# ---- Cohn et al. (2016): structural biases on the attention matrix, as training terms --------------------------
+
+def coverage_penalty(alphas, src_mask, tgt_mask):
+    """Cohn et al.'s global fertility term with every fertility 1: (1 − Σ_t α_ti)² for each real source position
+    i, the attention summed over the real output steps t; the mean over the real source positions of the batch.
+    alphas (B, T, S), src_mask (B, S), tgt_mask (B, T) → a scalar, 0 when every source word gets one unit."""
+    received = ops.sum(alphas * ops.cast(tgt_mask, alphas.dtype)[:, :, None], axis=1)   # (B, S) attention received
+    src_mask = ops.cast(src_mask, alphas.dtype)
+    return ops.sum(((1 - received) ** 2) * src_mask) / ops.sum(src_mask)
+
+
+def agreement(a_xy, a_yx, tgt_mask):
+    """Cohn et al.'s bidirectional agreement Tr(A_{X→Y} A_{Y→X}ᵀ), with A_{Y→X} laid out as A_{X→Y} (target word ×
+    source word): Σ_{t,i} A_{X→Y}[t, i] · A_{Y→X}[i, t], per real output step of the X→Y model. a_xy (B, T, S) the
+    X→Y model's weights, a_yx (B, S, T) the Y→X model's on the same pairs, tgt_mask (B, T) → a scalar in [0, 1]."""
+    return ops.sum(a_xy * ops.transpose(a_yx, (0, 2, 1))) / ops.sum(ops.cast(tgt_mask, a_xy.dtype))
+
+
+def fit_attention_terms(model, data, *, coverage: float = 0.0, reverse=None, reverse_data=None,
+                        agreement_weight: float = 0.0, epochs: int, lr: float, batch_size: int = 64,
+                        clip_norm: float = 1.0, seed: int = 0) -> list[float]:
+    """Train ``model`` (X→Y) with teacher forcing as ``attention_course.keras.fit`` does (Adam, pads out of the
+    cross-entropy, gradients clipped at ``clip_norm``, the same shuffles for a seed), plus ``coverage`` ×
+    ``coverage_penalty``; with ``reverse`` (a Y→X model) and ``reverse_data`` (the same pairs, reversed), both
+    models learn together, with their two cross-entropies, minus ``agreement_weight`` × ``agreement``.
+    data, reverse_data: arrays with ``src``, ``src_mask``, ``tgt_in``, ``tgt_out``. Returns the loss per epoch."""
+    coverage = validate.non_negative("coverage", coverage)
+    agreement_weight = validate.non_negative("agreement_weight", agreement_weight)
+    validate.positive("lr", lr)
+    epochs, batch_size = validate.sizes(epochs=epochs, batch_size=batch_size)
+    pair = [model] if reverse is None else [model, reverse]
+    for m, d in zip(pair, [data, reverse_data], strict=False):           # build the weights before tracing
+        m(d.src[:2], d.src_mask[:2], d.tgt_in[:2])
+    params = [v for m in pair for v in m.trainable_variables]
+    optimizer = keras.optimizers.Adam(learning_rate=lr, global_clipnorm=clip_norm)
+    optimizer.build(params)
+
+    def cross_entropy(y, logits):                                       # mean over the real target tokens
+        keep = ops.cast(y != PAD, logits.dtype)
+        per_token = keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True)
+        return ops.sum(per_token * keep) / ops.sum(keep)
+
+    def spec(d):                                                        # any batch size: one trace, not two
+        return () if d is None else tuple(tf.TensorSpec((None, *a.shape[1:]), tf.as_dtype(a.dtype))
+                                          for a in (d.src, d.src_mask, d.tgt_in, d.tgt_out))
+
+    @tf.function(input_signature=[spec(data), spec(reverse_data if reverse is not None else None)])
+    def train_step(x, r):
+        with tf.GradientTape() as tape:
+            logits, a_xy = model(*x[:3], return_weights=True, training=True)      # (b, T, V), (b, T, S)
+            loss = cross_entropy(x[3], logits)
+            tgt_mask = x[3] != PAD
+            if coverage:
+                loss = loss + coverage * coverage_penalty(a_xy, x[1], tgt_mask)
+            if reverse is not None:
+                r_logits, a_yx = reverse(*r[:3], return_weights=True, training=True)   # (b, S, V'), (b, S, T)
+                loss = loss + cross_entropy(r[3], r_logits)
+                loss = loss - agreement_weight * agreement(a_xy, a_yx, tgt_mask)
+        grads = tape.gradient(loss, params)
+        # embeddings get sparse gradients: dense ones keep Adam right for rows repeated in a batch (as in fit)
+        optimizer.apply([tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads], params)
+        return loss
+
+    rng, history = np.random.default_rng(seed), []
+    with progress(total=epochs * -(-len(data.src) // batch_size), desc="attention terms") as bar:
+        for _ in range(epochs):
+            total = 0.0
+            for idx in batches(len(data.src), batch_size, rng):
+                x = tuple(tf.convert_to_tensor(a[idx]) for a in (data.src, data.src_mask, data.tgt_in, data.tgt_out))
+                r = () if reverse is None else tuple(tf.convert_to_tensor(a[idx]) for a in (
+                    reverse_data.src, reverse_data.src_mask, reverse_data.tgt_in, reverse_data.tgt_out))
+                total += float(train_step(x, r)) * len(idx)
+                bar.update(1)
+            history.append(total / len(data.src))
+    return history

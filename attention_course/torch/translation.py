@@ -10,74 +10,102 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
 from .. import validate
 from ..choices import TRANSLATION_ATTENTION
+from ..text import PAD
+from ..train import batches, progress
 from . import inputs
 from .layers import masked_softmax
 from .scores import AdditiveScore, GeneralScore
 
-__all__ = ["OneStepAttention", "SeedTranslator", "Encoder", "PlainDecoder", "BahdanauDecoder", "LuongDecoder",
-           "Translator", "DECODERS"]
+__all__ = ["OneStepAttention", "SlidesTranslator", "Encoder", "PlainDecoder", "BahdanauDecoder", "LuongDecoder",
+           "Translator", "DECODERS", "coverage_penalty", "agreement", "fit_attention_terms"]
+
+
+def softmax_over_time(x, mask=None):
+    """The slides' ``softmax_over_time``: a softmax over axis 1, time. x (B, S, 1) energies, mask (B, S) True on
+    real tokens (the repair: pads get exactly 0) → (B, S, 1) weights."""
+    return masked_softmax(x.transpose(1, 2), mask).transpose(1, 2)   # masked_softmax runs over the last axis
+
+
+def selector(x, t: int):
+    """The slides' ``selector`` with t an argument, read when the step runs: x (B, T, E) → x[:, t:t+1] (B, 1, E)."""
+    return x[:, t:t + 1]
 
 
 class OneStepAttention(nn.Module):
-    """The slides' ``one_step_attention``: repeat s_{t−1} over the S source steps, concatenate it with the
-    encoder states a, Dense(10, tanh), Dense(1), a softmax over time, and α·a for the context."""
+    """The slides' ``one_step_attention(h, st_1)``: repeat s(t−1) over the S source steps (``attn_repeat_layer``),
+    concatenate it with each encoder state h_j (``attn_concat_layer``), ``attn_dense1`` = Dense(10, tanh),
+    ``attn_dense2`` = Dense(1) and ``softmax_over_time``, then the weighted sum Σ_j α_j h_j (``attn_dot``).
+    h (B, S, D), st_1 (B, H), mask (B, S) → context (B, 1, D), alphas (B, S, 1)."""
 
     def __init__(self, d_state: int, d_enc: int, units: int = 10):
         super().__init__()
         self.d_state, self.d_enc, self.units = validate.sizes(d_state=d_state, d_enc=d_enc, units=units)
-        self.densor1 = nn.Linear(self.d_enc + self.d_state, self.units)
-        self.densor2 = nn.Linear(self.units, 1)
+        self.attn_dense1 = nn.Linear(self.d_enc + self.d_state, self.units)
+        self.attn_dense2 = nn.Linear(self.units, 1)
 
-    def forward(self, a, s_prev, mask=None):
-        # a (B, S, 2H) encoder states, s_prev (B, H), mask (B, S)
-        a = inputs.floats(a, "a", inputs.device_of(self))
-        s_prev, mask = inputs.floats(s_prev, "s_prev", a.device), inputs.bool_mask(mask, "mask", a.device)
-        validate.query_and_memory("OneStepAttention", s_prev, self.d_state, a, self.d_enc, mask)
-        s = s_prev[:, None, :].expand(-1, a.shape[1], -1)           # repeator: (B, S, H)
-        concat = torch.cat([a, s], dim=-1)                          # concatenator: (B, S, 2H + H)
-        energies = self.densor2(torch.tanh(self.densor1(concat)))   # (B, S, 1)
-        alphas = masked_softmax(energies[..., 0][:, None, :], mask)  # activator, over time: (B, 1, S)
-        return alphas @ a, alphas                                   # dotor: context (B, 1, 2H)
+    def forward(self, h, st_1, mask=None):
+        h = inputs.floats(h, "h", inputs.device_of(self))
+        st_1, mask = inputs.floats(st_1, "st_1", h.device), inputs.bool_mask(mask, "mask", h.device)
+        validate.query_and_memory("OneStepAttention", st_1, self.d_state, h, self.d_enc, mask)
+        st_1 = st_1[:, None, :].expand(-1, h.shape[1], -1)        # attn_repeat_layer: (B, S, H)
+        x = torch.cat([h, st_1], dim=-1)                           # attn_concat_layer: (B, S, D + H)
+        x = torch.tanh(self.attn_dense1(x))                        # (B, S, 10)
+        alphas = softmax_over_time(self.attn_dense2(x), mask)      # (B, S, 1), a distribution over time
+        context = alphas.transpose(1, 2) @ h                       # attn_dot, Dot(axes=1): (B, 1, D)
+        return context, alphas
 
 
-class SeedTranslator(nn.Module):
-    """The slides' model, repaired: a bidirectional LSTM encoder, ``OneStepAttention`` at every output step,
-    the context concatenated with the previous target word (teacher forcing), one LSTM step started from
-    [s, c], a linear layer to the vocabulary. src (B, S), src_mask (B, S), tgt_in (B, T) → logits (B, T, V)."""
+class SlidesTranslator(nn.Module):
+    """The slides' model: ``embedding_layer`` and a bidirectional LSTM encoder with dropout on its inputs, then
+    for each output step t ``one_step_attention`` asked with s(t−1), the context concatenated with the previous
+    target word chosen by ``selector`` (teacher forcing), one step of ``decoder_lstm`` from [s, c] (zeros at
+    first: the slides' inputs s0, c0) and ``decoder_dense``. Repaired: the selector reads its step when it runs,
+    the encoder and the softmax over time skip the pads, and the output is logits (the slides' Dense has a
+    softmax; here the loss applies it). src (B, S), src_mask (B, S), tgt_in (B, T) → logits (B, T, V)
+    [and alphas (B, T, S) when ``return_weights``]."""
 
-    def __init__(self, src_vocab: int, tgt_vocab: int, embed: int = 32, n_a: int = 32, n_s: int = 64):
+    def __init__(self, src_vocab: int, tgt_vocab: int, embed: int = 32, latent_dim: int = 32,
+                 latent_dim_decoder: int = 64, dropout: float = 0.5):
         super().__init__()
-        src_vocab, tgt_vocab, embed, n_a, n_s = validate.sizes(
-            src_vocab=src_vocab, tgt_vocab=tgt_vocab, embed=embed, n_a=n_a, n_s=n_s)
-        self.n_s = n_s
-        self.src_embed = nn.Embedding(src_vocab, embed)
-        self.encoder = nn.LSTM(embed, n_a, batch_first=True, bidirectional=True)
-        self.attention = OneStepAttention(n_s, 2 * n_a, 10)
-        self.tgt_embed = nn.Embedding(tgt_vocab, embed)
-        self.decoder = nn.LSTM(2 * n_a + embed, n_s, batch_first=True)
-        self.out = nn.Linear(n_s, tgt_vocab)
+        src_vocab, tgt_vocab, embed, latent_dim, latent_dim_decoder = validate.sizes(
+            src_vocab=src_vocab, tgt_vocab=tgt_vocab, embed=embed, latent_dim=latent_dim,
+            latent_dim_decoder=latent_dim_decoder)
+        self.latent_dim_decoder, self.dropout = latent_dim_decoder, validate.rate("dropout", dropout)
+        self.embedding_layer = nn.Embedding(src_vocab, embed)
+        self.encoder = nn.LSTM(embed, latent_dim, batch_first=True, bidirectional=True)
+        self.attention = OneStepAttention(latent_dim_decoder, 2 * latent_dim, 10)
+        self.decoder_embedding = nn.Embedding(tgt_vocab, embed)
+        self.decoder_lstm = nn.LSTM(2 * latent_dim + embed, latent_dim_decoder, batch_first=True)
+        self.decoder_dense = nn.Linear(latent_dim_decoder, tgt_vocab)
 
     def forward(self, src, src_mask, tgt_in, return_weights: bool = False):
-        src, tgt_in = inputs.ids(src, "src", self.src_embed), inputs.ids(tgt_in, "tgt_in", self.tgt_embed)
+        src = inputs.ids(src, "src", self.embedding_layer)
+        tgt_in = inputs.ids(tgt_in, "tgt_in", self.decoder_embedding)
         mask, lengths = inputs.source_mask(src_mask, src)
         validate.same_batch(src=validate.shape_of(src), tgt_in=validate.shape_of(tgt_in))
-        a = _encode(self.encoder, self.src_embed(src), lengths)[0]  # (B, S, 2n_a)
-        s = c = a.new_zeros(a.shape[0], self.n_s)                   # the slides' s0, c0
-        y = self.tgt_embed(tgt_in)                                  # (B, T, E)
-        logits, weights = [], []
-        for t in range(y.shape[1]):
-            context, alphas = self.attention(a, s, mask)            # (B, 1, 2n_a), (B, 1, S)
-            _, (s, c) = self.decoder(torch.cat([context, y[:, t:t + 1]], -1), (s[None], c[None]))
-            s, c = s[0], c[0]                                       # (B, n_s)
-            logits.append(self.out(s))
-            weights.append(alphas)
-        logits = torch.stack(logits, dim=1)                         # (B, T, V)
-        return (logits, torch.cat(weights, dim=1)) if return_weights else logits
+        x = self.embedding_layer(src)                              # (B, S, E)
+        if self.training and self.dropout:     # as Keras' LSTM(dropout=…): one mask on the inputs for all steps
+            x = x * torch.bernoulli(x.new_full((x.shape[0], 1, x.shape[2]), 1 - self.dropout)) / (1 - self.dropout)
+        encoder_outputs = _encode(self.encoder, x, lengths)[0]    # (B, S, 2 latent_dim)
+        s = c = x.new_zeros(x.shape[0], self.latent_dim_decoder)  # the slides' initial_s, initial_c
+        decoder_inputs_x = self.decoder_embedding(tgt_in)          # (B, T, E)
+        outputs, weights = [], []
+        for t in range(decoder_inputs_x.shape[1]):                 # Ty times
+            context, alphas = self.attention(encoder_outputs, s, mask)     # (B, 1, 2 latent_dim), (B, S, 1)
+            xt = selector(decoder_inputs_x, t)                     # the previous target word: (B, 1, E)
+            decoder_lstm_input = torch.cat([context, xt], dim=2)   # context_last_word_concat_layer
+            o, (s, c) = self.decoder_lstm(decoder_lstm_input, (s[None], c[None]))
+            s, c = s[0], c[0]                                      # (B, latent_dim_decoder)
+            outputs.append(self.decoder_dense(o[:, 0]))           # (B, V)
+            weights.append(alphas[..., 0])
+        logits = torch.stack(outputs, dim=1)                       # stack_and_transpose: (B, T, V)
+        return (logits, torch.stack(weights, dim=1)) if return_weights else logits
 
 
 def _encode(rnn, x, lengths):
@@ -251,3 +279,68 @@ class Translator(nn.Module):
         index = validate.row_index("index", index, state[1][0].shape[0])
         index = torch.as_tensor(index, dtype=torch.long, device=state[1][0].device)
         return tuple(tuple(None if x is None else x.index_select(0, index) for x in part) for part in state)
+
+
+# ---- Cohn et al. (2016): structural biases on the attention matrix, as training terms --------------------------
+
+def coverage_penalty(alphas, src_mask, tgt_mask):
+    """Cohn et al.'s global fertility term with every fertility 1: (1 − Σ_t α_ti)² for each real source position
+    i, the attention summed over the real output steps t; the mean over the real source positions of the batch.
+    alphas (B, T, S), src_mask (B, S), tgt_mask (B, T) → a scalar, 0 when every source word gets one unit."""
+    received = (alphas * tgt_mask[:, :, None]).sum(1)                  # (B, S) the attention each source word got
+    src_mask = src_mask.to(alphas.dtype)
+    return (((1 - received) ** 2) * src_mask).sum() / src_mask.sum()
+
+
+def agreement(a_xy, a_yx, tgt_mask):
+    """Cohn et al.'s bidirectional agreement Tr(A_{X→Y} A_{Y→X}ᵀ), with A_{Y→X} laid out as A_{X→Y} (target word ×
+    source word): Σ_{t,i} A_{X→Y}[t, i] · A_{Y→X}[i, t], per real output step of the X→Y model. a_xy (B, T, S) the
+    X→Y model's weights, a_yx (B, S, T) the Y→X model's on the same pairs, tgt_mask (B, T) → a scalar in [0, 1]."""
+    return (a_xy * a_yx.transpose(1, 2)).sum() / tgt_mask.sum()
+
+
+def fit_attention_terms(model, data, *, coverage: float = 0.0, reverse=None, reverse_data=None,
+                        agreement_weight: float = 0.0, epochs: int, lr: float, batch_size: int = 64,
+                        clip_norm: float = 1.0, seed: int = 0) -> list[float]:
+    """Train ``model`` (X→Y) with teacher forcing as ``attention_course.torch.fit`` does (Adam, pads out of the
+    cross-entropy, gradients clipped at ``clip_norm``, the same shuffles for a seed), plus ``coverage`` ×
+    ``coverage_penalty``; with ``reverse`` (a Y→X model) and ``reverse_data`` (the same pairs, reversed), both
+    models learn together, with their two cross-entropies, minus ``agreement_weight`` × ``agreement``.
+    data, reverse_data: arrays with ``src``, ``src_mask``, ``tgt_in``, ``tgt_out``. Returns the loss per epoch."""
+    coverage = validate.non_negative("coverage", coverage)
+    agreement_weight = validate.non_negative("agreement_weight", agreement_weight)
+    validate.positive("lr", lr)
+    epochs, batch_size = validate.sizes(epochs=epochs, batch_size=batch_size)
+    pair = [model] if reverse is None else [model, reverse]
+    params = [p for m in pair for p in m.parameters()]
+    optimizer = torch.optim.Adam(params, lr=lr)
+    cross_entropy = nn.CrossEntropyLoss(ignore_index=PAD)
+    rng, history = np.random.default_rng(seed), []
+    with progress(total=epochs * -(-len(data.src) // batch_size), desc="attention terms") as bar:
+        for _ in range(epochs):
+            for m in pair:
+                m.train()
+            total = 0.0
+            for idx in batches(len(data.src), batch_size, rng):
+                x = [torch.as_tensor(a[idx]) for a in (data.src, data.src_mask, data.tgt_in, data.tgt_out)]
+                logits, a_xy = model(*x[:3], return_weights=True)                  # (b, T, V), (b, T, S)
+                loss = cross_entropy(logits.reshape(-1, logits.shape[-1]), x[3].reshape(-1))
+                tgt_mask = x[3] != PAD
+                if coverage:
+                    loss = loss + coverage * coverage_penalty(a_xy, x[1], tgt_mask)
+                if reverse is not None:
+                    r = [torch.as_tensor(a[idx]) for a in (reverse_data.src, reverse_data.src_mask,
+                                                           reverse_data.tgt_in, reverse_data.tgt_out)]
+                    r_logits, a_yx = reverse(*r[:3], return_weights=True)            # (b, S, V'), (b, S, T)
+                    loss = loss + cross_entropy(r_logits.reshape(-1, r_logits.shape[-1]), r[3].reshape(-1))
+                    loss = loss - agreement_weight * agreement(a_xy, a_yx, tgt_mask)
+                optimizer.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(params, clip_norm)
+                optimizer.step()
+                total += loss.item() * len(idx)
+                bar.update(1)
+            history.append(total / len(data.src))
+    for m in pair:
+        m.eval()
+    return history

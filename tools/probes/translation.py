@@ -1,4 +1,4 @@
-"""Bad input to Chapter 5's public API: the translators (``Translator``, ``SeedTranslator``, ``OneStepAttention``,
+"""Bad input to Chapter 5's public API: the translators (``Translator``, ``SlidesTranslator``, ``OneStepAttention``,
 the encoder and decoders), greedy and beam search (``attention_course.decode``), the translation metrics, the
 aligned-pair task and the translation data (pairs, the subword tokenizer, ``encode_pairs``).
 
@@ -35,8 +35,8 @@ def translator(fw, attention="bahdanau", **kwargs):
     return fw.Translator(V_SRC, V_TGT, attention, **{"embed": 8, "hidden": 12, **kwargs})
 
 
-def seed_translator(fw):
-    return fw.SeedTranslator(V_SRC, V_TGT, embed=8, n_a=6, n_s=10)
+def slides_translator(fw):
+    return fw.SlidesTranslator(V_SRC, V_TGT, embed=8, latent_dim=6, latent_dim_decoder=10)
 
 
 def run_translator(make=translator, src=None, mask=None, tgt=None, **kwargs):
@@ -123,9 +123,9 @@ def one_step_attention_works(fw):
     _, mask, _ = batch()
     context, alphas = one_step_attention(fw, mask=mask)
     context, alphas = to_numpy(context), to_numpy(alphas)
-    assert context.shape == (B, 1, 8) and alphas.shape == (B, 1, S), (context.shape, alphas.shape)
-    np.testing.assert_allclose(alphas.sum(-1), 1.0, rtol=1e-5)
-    assert (alphas[:, 0][~mask] == 0).all()
+    assert context.shape == (B, 1, 8) and alphas.shape == (B, S, 1), (context.shape, alphas.shape)   # the slides'
+    np.testing.assert_allclose(alphas.sum(1), 1.0, rtol=1e-5)                  # a softmax over time (axis 1)
+    assert (alphas[:, :, 0][~mask] == 0).all()
 
 
 def fit_late_left_padded(fw):
@@ -346,7 +346,8 @@ MAKE = {
     "Translator units=-3": lambda fw: fw.Translator(V_SRC, V_TGT, "bahdanau", units=-3),
     "Translator hidden=2.5": lambda fw: fw.Translator(V_SRC, V_TGT, hidden=2.5),
     "Translator attention=None": lambda fw: fw.Translator(V_SRC, V_TGT, None),
-    "SeedTranslator n_s=0": lambda fw: fw.SeedTranslator(V_SRC, V_TGT, n_s=0),
+    "SlidesTranslator latent_dim_decoder=0": lambda fw: fw.SlidesTranslator(V_SRC, V_TGT, latent_dim_decoder=0),
+    "SlidesTranslator dropout=1": lambda fw: fw.SlidesTranslator(V_SRC, V_TGT, dropout=1),
     "OneStepAttention units=0": lambda fw: fw.OneStepAttention(5, 8, units=0),
     "Encoder hidden=0": lambda fw: fw.Encoder(V_SRC, 8, 0),
     "BahdanauDecoder vocab=0": lambda fw: fw.BahdanauDecoder(0, 8, 12),
@@ -380,16 +381,16 @@ PROBES = [
     bad("translator", "fit Translator left-padded src_mask after the first batch", fit_late_left_padded),
     Probe("translator", "Translator NumPy inputs, 0/1 int mask", numpy_inputs_work),
     Probe("translator", "Translator(none) weights are zeros", no_attention_weights_are_zero),
-    # SeedTranslator, OneStepAttention
-    bad("translator", "SeedTranslator src_mask shorter than src",
-        run_translator(seed_translator, mask=lambda m: m[:, :-1])),
-    bad("translator", "SeedTranslator batch sizes differ", run_translator(seed_translator, tgt=lambda t: t[:-1])),
-    bad("translator", "SeedTranslator additive src_mask", run_translator(seed_translator, mask=additive)),
-    bad("translator", "SeedTranslator left-padded src_mask", run_translator(seed_translator, mask=left_padded)),
-    bad("translator", "SeedTranslator src id = src_vocab",
-        run_translator(seed_translator, src=lambda s: np.where(s == 0, 0, V_SRC))),
-    bad("translator", "OneStepAttention s_prev of the wrong size", lambda fw: one_step_attention(fw, s_shape=(B, 4))),
-    bad("translator", "OneStepAttention a of the wrong size", lambda fw: one_step_attention(fw, a_shape=(B, S, 7))),
+    # SlidesTranslator, OneStepAttention
+    bad("translator", "SlidesTranslator src_mask shorter than src",
+        run_translator(slides_translator, mask=lambda m: m[:, :-1])),
+    bad("translator", "SlidesTranslator batch sizes differ", run_translator(slides_translator, tgt=lambda t: t[:-1])),
+    bad("translator", "SlidesTranslator additive src_mask", run_translator(slides_translator, mask=additive)),
+    bad("translator", "SlidesTranslator left-padded src_mask", run_translator(slides_translator, mask=left_padded)),
+    bad("translator", "SlidesTranslator src id = src_vocab",
+        run_translator(slides_translator, src=lambda s: np.where(s == 0, 0, V_SRC))),
+    bad("translator", "OneStepAttention st_1 of the wrong size", lambda fw: one_step_attention(fw, s_shape=(B, 4))),
+    bad("translator", "OneStepAttention h of the wrong size", lambda fw: one_step_attention(fw, a_shape=(B, S, 7))),
     bad("translator", "OneStepAttention batch sizes differ", lambda fw: one_step_attention(fw, s_shape=(B + 1, 5))),
     bad("translator", "OneStepAttention mask shorter than S",
         lambda fw: one_step_attention(fw, mask=batch()[1][:, :-1])),
