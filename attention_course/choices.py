@@ -9,8 +9,8 @@ from __future__ import annotations
 from . import validate
 from .errors import ConfigError
 
-__all__ = ["SCORES", "POINTER_ATTENTION", "ACTIVATIONS", "NER_ATTENTION", "POOLING", "TRANSLATION_ATTENTION",
-           "CAPTION_ATTENTION", "score_layer"]
+__all__ = ["SCORES", "POINTER_ATTENTION", "ACTIVATIONS", "NER_ATTENTION", "NER_PLACES", "POOLING",
+           "TRANSLATION_ATTENTION", "CAPTION_ATTENTION", "score_layer"]
 
 #: The score names ``ScoredAttention`` (and ``Seq2Seq(score=...)``) accept (Chapter 4).
 SCORES = ("dot", "scaled_dot", "general", "concat", "additive")
@@ -18,8 +18,11 @@ SCORES = ("dot", "scaled_dot", "general", "concat", "additive")
 POINTER_ATTENTION = ("soft", "hard", "gumbel", "local-m", "local-p")
 #: How the Chapter 3 blocks turn attention scores into weights.
 ACTIVATIONS = ("softmax", "linear")
-#: The attention of ``NERTagger`` (Chapter 3): none, feature-wise, feature-wise averaged over time, timestep-wise.
-NER_ATTENTION = (None, "feature", "feature_single", "timestep")
+#: The attention of ``NERTagger`` (Chapter 3): none, feature-wise, feature-wise averaged over time, timestep-wise,
+#: the talk's model 1 (feature weights averaged over time, laid out with RepeatVector and Permute).
+NER_ATTENTION = (None, "feature", "feature_single", "timestep", "repeat_vector")
+#: Where ``NERTagger`` (Chapter 3) puts its attention block: on the embeddings or on the BiLSTM's states.
+NER_PLACES = ("before", "after")
 #: How ``SentimentClassifier`` (Chapter 3) summarises the states.
 POOLING = ("last", "attention", "attention_gru")
 #: The decoders of ``Translator`` (Chapter 5): no attention, Bahdanau's, Luong's.

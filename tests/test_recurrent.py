@@ -20,8 +20,8 @@ from attention_course.parity import torch_to_keras
 from attention_course.torch import recurrent as trec
 
 RTOL, ATOL = 1e-5, 1e-6
-NAMES = ["VariationalLSTM", "FeatureAttention", "TimestepAttention", "AttentionPooling", "AttentionGRU",
-         "NERTagger", "SentimentClassifier"]
+NAMES = ["VariationalLSTM", "FeatureAttention", "TimestepAttention", "RepeatVectorAttention", "AttentionPooling",
+         "AttentionGRU", "NERTagger", "SentimentClassifier", "BagOfWords"]
 
 
 def _np(x):
@@ -81,6 +81,7 @@ def _parity(build, inputs, kwargs=None):
 
 RNG = np.random.default_rng(0)
 X3 = RNG.normal(size=(3, 6, 5)).astype("float32")
+X_SQUARE = RNG.normal(size=(3, 6, 6)).astype("float32")              # T = d, as the talk's model 1 needs
 MASK = _left_mask(RNG, 3, 6)
 IDS = RNG.integers(1, 30, size=(3, 6))
 IDS[MASK == 0] = 0
@@ -92,6 +93,8 @@ LAYER_CASES = {
     "timestep softmax": (lambda m: m.TimestepAttention(6), (X3,), {"return_weights": True}),
     "timestep masked": (lambda m: m.TimestepAttention(6), (X3, MASK), {"return_weights": True}),
     "timestep linear": (lambda m: m.TimestepAttention(6, "linear"), (X3,), {"return_weights": True}),
+    "repeat vector softmax": (lambda m: m.RepeatVectorAttention(6), (X_SQUARE,), {"return_weights": True}),
+    "repeat vector linear": (lambda m: m.RepeatVectorAttention(6, "linear"), (X_SQUARE,), {"return_weights": True}),
     "pooling": (lambda m: m.AttentionPooling(5), (X3, MASK), {"return_weights": True}),
     "pooling no mask": (lambda m: m.AttentionPooling(5), (X3,), {}),
     "attention GRU": (lambda m: m.AttentionGRU(5, 4), (X3, (MASK / MASK.sum(1, keepdims=True)).astype("float32")),
@@ -107,6 +110,18 @@ MODEL_CASES = {
                                      {"return_weights": True}),
     "tagger timestep": (lambda m: m.NERTagger(30, 7, 5, 4, "timestep", max_len=6), (IDS,),
                         {"return_weights": True}),
+    "tagger talk's model 1": (lambda m: m.NERTagger(30, 7, embed=6, hidden=4, attention="repeat_vector", max_len=6),
+                              (IDS,), {"return_weights": True}),
+    "tagger talk's model 1 linear": (lambda m: m.NERTagger(30, 7, 6, 4, "repeat_vector", "linear", max_len=6),
+                                     (IDS,), {"return_weights": True}),
+    "tagger feature after the BiLSTM": (lambda m: m.NERTagger(30, 7, 5, 4, "feature", place="after"), (IDS,),
+                                        {"return_weights": True}),
+    "tagger timestep after the BiLSTM": (lambda m: m.NERTagger(30, 7, 5, 4, "timestep", max_len=6, place="after"),
+                                         (IDS,), {"return_weights": True}),
+    "tagger talk's model 1 after the BiLSTM": (lambda m: m.NERTagger(30, 7, 5, 3, "repeat_vector", max_len=6,
+                                                                     place="after"), (IDS,), {"return_weights": True}),
+    "bag of words": (lambda m: m.BagOfWords(30, embed=5), (IDS, MASK), {"return_weights": True}),
+    "bag of words, pads counted": (lambda m: m.BagOfWords(30, embed=5), (IDS,), {}),
     "sentiment last": (lambda m: m.SentimentClassifier(30, embed=5, hidden=4), (IDS, MASK),
                        {"return_weights": True}),
     "sentiment attention": (lambda m: m.SentimentClassifier(30, 5, 4, "attention"), (IDS, MASK),
@@ -228,9 +243,50 @@ def test_mask_and_gate_shape_errors_name_the_shapes(fw):
         fw.AttentionPooling(3)(x)
 
 
+def test_repeat_vector_attention_computes_the_talks_model_1(fw):
+    """Dense + softmax over the features, mean over time, RepeatVector(d), Permute((2, 1)), multiply: timestep t is
+    scaled by the time-averaged weight of feature t, and other lengths than d do not run."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(2, 5, 5)).astype("float32")
+    layer = fw.RepeatVectorAttention(5)
+    layer(as_input(fw, x))
+    if fw is ac.keras:
+        kernel, bias = (np.asarray(w) for w in layer.score.weights)
+    else:
+        kernel, bias = layer.score.weight.detach().numpy().T, layer.score.bias.detach().numpy()
+    scores = x @ kernel + bias
+    a = np.exp(scores - scores.max(-1, keepdims=True))
+    a /= a.sum(-1, keepdims=True)                                     # (B, T, d), over the features
+    m = a.mean(axis=1)                                                # (B, d)
+    repeated = np.repeat(m[:, None, :], 5, axis=1)                    # RepeatVector(d): (B, d, d)
+    weight = repeated.transpose(0, 2, 1)                              # Permute((2, 1))
+    out, w = layer(as_input(fw, x), return_weights=True)
+    np.testing.assert_allclose(to_numpy(w), weight, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(to_numpy(out), x * m[:, :, None], rtol=RTOL, atol=ATOL)   # row t times m_t
+    with pytest.raises(ShapeError, match="exactly T=5"):
+        layer(as_input(fw, rng.normal(size=(2, 7, 5)).astype("float32")))
+
+
+def test_bag_of_words_ignores_the_order_and_the_masked_pads(fw):
+    rng = np.random.default_rng(4)
+    x = rng.integers(1, 30, size=(3, 6))
+    mask = _left_mask(rng, 3, 6)
+    model = fw.BagOfWords(30, embed=4)
+    shuffled = x[:, rng.permutation(6)]
+    mask_shuffled = np.ones_like(mask)
+    got = to_numpy(model(x, np.ones_like(mask)))
+    np.testing.assert_allclose(to_numpy(model(shuffled, mask_shuffled)), got, rtol=RTOL, atol=ATOL)
+    other_pads = np.where(mask, x, (x + 7) % 30)                      # change only the masked positions
+    np.testing.assert_allclose(to_numpy(model(other_pads, mask)), to_numpy(model(x, mask)), rtol=RTOL, atol=ATOL)
+
+
 def test_configuration_errors(fw):
     with pytest.raises(ConfigError, match="needs max_len"):
         fw.NERTagger(10, 3, attention="timestep")
+    with pytest.raises(ConfigError, match="needs max_len equal to the 50 features"):
+        fw.NERTagger(10, 3, attention="repeat_vector", max_len=30)
+    with pytest.raises(ConfigError, match="unknown place 'middle'"):
+        fw.NERTagger(10, 3, attention="feature", place="middle")
     with pytest.raises(ConfigError, match="unknown activation 'relu'"):
         fw.FeatureAttention(4, activation="relu")
     with pytest.raises(ConfigError, match="unknown attention 'global'"):
@@ -338,7 +394,8 @@ def test_the_chapter3_experiment_loads_no_framework_and_its_command_is_thin():
 RESULTS = Path(ac.__path__[0]).parent / "book" / "03-timestep-feature-attention" / "results"
 
 
-RUNS = ["", "keras-ner", "keras-sentiment", "pytorch-embed-init-0.05", "keras-embed-init-1.732"]
+RUNS = ["", "keras-ner", "keras-sentiment", "pytorch-embed-init-0.05", "keras-embed-init-1.732",
+        "pytorch-bag-of-words", "keras-bag-of-words"]
 
 
 @pytest.mark.parametrize("run", RUNS, ids=["pytorch", *RUNS[1:]])
@@ -349,12 +406,52 @@ def test_committed_results_table_is_the_scripts_rendering_of_the_json(run):
     assert _script().markdown(res) == (folder / "results.md").read_text(encoding="utf-8")
     assert res["profile"] == "full" and len(res["config"]["seeds"]) >= 5
     assert "ner" in res or "sentiment" in res
-    models = res["config"].get("sentiment_models", list(_script().SENTIMENT_MODELS))
+    # the first runs recorded no model list: they trained the four recurrent models (the bag of words came later)
+    models = res["config"].get("sentiment_models", [m for m in _script().SENTIMENT_MODELS if m != "bag of words"])
     for seed in res["config"]["seeds"] if "sentiment" in res else []:
         assert sorted(r["model"] for r in res["sentiment"]["runs"] if r["seed"] == seed) == sorted(models)
     if "ner" in res:
         assert res["ner"]["padding"]["sentences"] == 47959 // 5
-        assert len(res["ner"]["models"]) == 6
+        if "ner_models" in res["config"]:                            # a run of some taggers (--ner-models)
+            assert list(res["ner"]["models"]) == res["config"]["ner_models"]
+        else:                                                        # the six taggers of the first full runs
+            assert list(res["ner"]["models"]) == list(_script().NER_MODELS)[:6]
+
+
+def test_the_talks_five_reports_are_transcribed_consistently():
+    """The talk's reports as committed: every class's support adds up to the total the talk printed, the four
+    attention reports count the same test positions (and another split than the vanilla one), the two linear
+    reports are the same table, and each F1 is the harmonic mean of its precision and recall, to rounding."""
+    talk = json.loads((RESULTS / "talk_reports.json").read_text(encoding="utf-8"))["reports"]
+    assert list(talk) == ["vanilla", "model 1 · softmax", "model 2 · softmax", "model 1 · linear", "model 2 · linear"]
+    classes = ["O", *metrics.ENTITY_TYPES]
+    for name, report in talk.items():
+        rows = report["rows"]
+        extra = [] if name == "vanilla" else ["prev-prev-lemma"]
+        assert list(rows) == [*classes, *extra, "avg / total"], name
+        total = rows["avg / total"]
+        assert sum(r["support"] for k, r in rows.items() if k != "avg / total") == total["support"] == 1_027_180
+        assert total["precision"] == total["recall"] == total["f1"] == 0.99 and rows["O"]["f1"] == 1.0
+        for k, r in rows.items():
+            p, rc = r["precision"], r["recall"]
+            f1 = 0.0 if p + rc == 0 else 2 * p * rc / (p + rc)
+            assert abs(f1 - r["f1"]) <= 0.011, (name, k, r)
+    supports = {name: {k: r["support"] for k, r in report["rows"].items()} for name, report in talk.items()}
+    assert all(supports[name] == supports["model 1 · softmax"] for name in list(talk)[1:])
+    assert supports["vanilla"]["O"] == 995_317 and supports["model 1 · softmax"]["O"] == 994_779
+    assert supports["vanilla"]["geo"] == 9_014 and supports["model 1 · softmax"]["geo"] == 9_071
+    assert talk["model 1 · linear"]["rows"] == talk["model 2 · linear"]["rows"]
+    assert talk["model 1 · softmax"]["rows"]["prev-prev-lemma"]["support"] == 1
+
+
+def test_the_script_parses_tagger_names():
+    parse = _script().parse_ner_models
+    assert parse("baseline,feature · softmax, after the BiLSTM") == ["baseline", "feature · softmax, after the BiLSTM"]
+    assert parse(",".join(_script().NER_MODELS)) == list(_script().NER_MODELS)
+    with pytest.raises(ValueError, match="unknown NER models"):
+        parse("baseline,attention")
+    assert _script().tagger_arguments("talk's model 1 · linear", 30) == {
+        "max_len": 30, "attention": "repeat_vector", "activation": "linear", "embed": 30}
 
 
 def test_the_script_parses_model_names_with_commas():

@@ -4,7 +4,7 @@ The experiment itself is ``attention_course.experiments.chapter3``; this is its 
 
     COURSE_DATA_DIR=/path/to/data nice -n 19 .venv/bin/python tools/chapter3_full.py --framework pytorch
 
-The committed results came from five runs, each recorded with its command in its results.json:
+The committed results came from seven runs, each recorded with its command in its results.json:
 
     tools/chapter3_full.py --framework pytorch --threads 1                     # results/: NER and sentiment
     tools/chapter3_full.py --framework keras --threads 2 --skip-sentiment --out results/keras-ner
@@ -13,6 +13,20 @@ The committed results came from five runs, each recorded with its command in its
         --embed-init 0.05 --out results/pytorch-embed-init-0.05               # Keras' embedding initialiser
     tools/chapter3_full.py --framework keras --threads 1 --skip-ner --models 'last state,attention' \
         --embed-init 1.732 --out results/keras-embed-init-1.732               # PyTorch's embedding scale
+    tools/chapter3_full.py --framework pytorch --threads 1 --skip-ner --models 'bag of words' \
+        --out results/pytorch-bag-of-words                                     # the bag-of-words baseline
+    tools/chapter3_full.py --framework keras --threads 1 --skip-ner --models 'bag of words' \
+        --out results/keras-bag-of-words
+
+The taggers added later (the talk's model 1 and the block after the BiLSTM) run on their own, in each framework;
+the chapter shows their full-run reports once these folders exist:
+
+    tools/chapter3_full.py --framework pytorch --threads 1 --skip-sentiment \
+        --ner-models "talk's model 1 · softmax,talk's model 1 · linear,feature · softmax, after the BiLSTM" \
+        --out results/pytorch-talk-models
+    tools/chapter3_full.py --framework keras --threads 2 --skip-sentiment \
+        --ner-models "talk's model 1 · softmax,talk's model 1 · linear,feature · softmax, after the BiLSTM" \
+        --out results/keras-talk-models
 
 (``results/`` is book/03-timestep-feature-attention/results.)
 
@@ -54,6 +68,8 @@ def main() -> None:
     parser.add_argument("--models", default=",".join(chapter3.SENTIMENT_MODELS),
                         help="the sentiment models to train, separated by a comma without a space, as in "
                              "'last state,attention, no mask' (default: all four)")
+    parser.add_argument("--ner-models", default=",".join(chapter3.NER_MODELS),
+                        help="the taggers to train, separated by a comma (default: all)")
     parser.add_argument("--embed-init", type=float, default=None,
                         help="draw the sentiment models' embeddings from U(-x, x) (default: the framework's own)")
     parser.add_argument("--out", type=Path, default=None,
@@ -61,11 +77,13 @@ def main() -> None:
     args = parser.parse_args()
     try:
         models = chapter3.parse_models(args.models)
+        ner_models = chapter3.parse_ner_models(args.ner_models)
     except ValueError as err:
         parser.error(str(err))
     res = chapter3.run(args.framework, threads=args.threads, ner_epochs=args.ner_epochs,
                        sentiment_epochs=args.sentiment_epochs, seeds=args.seeds, smoke=args.smoke,
                        skip_ner=args.skip_ner, skip_sentiment=args.skip_sentiment, models=models,
+                       ner_models=ner_models,
                        embed_init=args.embed_init,
                        out_dir=args.out or (Path("/tmp/chapter3_smoke") if args.smoke else OUT),
                        command=shlex.join(["tools/chapter3_full.py", *sys.argv[1:]]))

@@ -29,28 +29,42 @@ from .. import data as course_data
 from .. import metrics, scale
 from ..text import pad_batch
 
-__all__ = ["NER_MODELS", "SENTIMENT_MODELS", "SHOWCASES", "Framework", "token_gain", "run_ner", "train_sentiment",
-           "run_sentiment", "hardware", "markdown", "ner_markdown", "parse_models", "run"]
+__all__ = ["NER_MODELS", "SENTIMENT_MODELS", "SHOWCASES", "Framework", "tagger_arguments", "token_gain", "run_ner",
+           "train_sentiment", "run_sentiment", "hardware", "markdown", "ner_markdown", "parse_models",
+           "parse_ner_models", "run"]
 
 SHOWCASES = (                                    # the talk's two example sentences start so (GMB spells "Espinoso")
     "Venezuela 's state-owned oil company says it is beginning to explore for oil in Cuban waters",
     "Among those freed earlier this week",
 )
 
-NER_MODELS = {                                   # name → NERTagger keyword arguments
+NER_MODELS: dict[str, dict[str, Any]] = {       # name → NERTagger keyword arguments ("max_len": the length T)
     "baseline": {},
     "feature · softmax": {"attention": "feature"},
     "feature · linear": {"attention": "feature", "activation": "linear"},
     "feature, one vector · softmax": {"attention": "feature_single"},
     "timestep · softmax": {"attention": "timestep"},
     "timestep · linear": {"attention": "timestep", "activation": "linear"},
+    # the talk's model 1 as its code ran: the embedding size is the sentence length (F = T)
+    "talk's model 1 · softmax": {"attention": "repeat_vector", "embed": "max_len"},
+    "talk's model 1 · linear": {"attention": "repeat_vector", "activation": "linear", "embed": "max_len"},
+    # the talk's "after the recurrence": the feature-wise block on the BiLSTM's states
+    "feature · softmax, after the BiLSTM": {"attention": "feature", "place": "after"},
 }
 SENTIMENT_MODELS = {                             # name → (pooling, use the mask)
     "last state": ("last", True),
     "attention": ("attention", True),
     "attention, no mask": ("attention", False),
     "attention GRU": ("attention_gru", True),
+    "bag of words": ("bag_of_words", True),      # a BagOfWords model, not a SentimentClassifier
 }
+
+
+def tagger_arguments(name: str, max_len: int) -> dict[str, Any]:
+    """The keyword arguments of ``NERTagger`` for the model called ``name`` in ``NER_MODELS``, at length
+    ``max_len`` ("max_len" as a value stands for it: the talk's model 1 sizes its embedding so)."""
+    kwargs = {k: max_len if v == "max_len" else v for k, v in NER_MODELS[name].items()}
+    return {"max_len": max_len, **kwargs}
 
 
 # ---- frameworks ---------------------------------------------------------------------------------------------
@@ -102,11 +116,16 @@ class Framework:
 # ---- Part A -------------------------------------------------------------------------------------------------
 
 def token_gain(fw: Framework, model, x: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """How much of each token's embedding the attention lets through: ||a_t ∘ x_t|| / ||x_t||, (B, T)."""
-    return metrics.passed_fraction(fw.embed(model, x), weights)
+    """How much of each token's embedding (or, for a block after the recurrence, of its BiLSTM state) the attention
+    lets through: ||a_t ∘ x_t|| / ||x_t||, (B, T)."""
+    reweighted = fw.embed(model, x)
+    if getattr(model, "place", "before") == "after":
+        reweighted = fw.call(model.rnn, reweighted)
+    return metrics.passed_fraction(reweighted, weights)
 
 
-def run_ner(fw: Framework, data: dict, epochs: int, batch_size: int, lr: float, seed: int) -> dict:
+def run_ner(fw: Framework, data: dict, epochs: int, batch_size: int, lr: float, seed: int,
+            models=tuple(NER_MODELS)) -> dict:
     sentences, tags, T = data["sentences"], data["tags"], data["max_len"]
     test_idx = data["split"]["test"]
     Xte, Yte = data["X_test"], data["Y_test"]
@@ -121,9 +140,10 @@ def run_ner(fw: Framework, data: dict, epochs: int, batch_size: int, lr: float, 
            "showcase": {"index": int(showcase), "words": sentences[showcase].words,
                         "tags": sentences[showcase].tags,
                         "split": "test" if showcase in set(test_idx.tolist()) else "train"}}
-    for name, kwargs in NER_MODELS.items():
+    for name in models:
+        kwargs = tagger_arguments(name, T)
         fw.seed(seed)
-        model = fw.m.NERTagger(len(data["vocab"]), len(tags), max_len=T, **kwargs)
+        model = fw.m.NERTagger(len(data["vocab"]), len(tags), **kwargs)
         start = time.perf_counter()
         history = fw.m.fit(model, (data["X_train"],), data["Y_train"], epochs=epochs, batch_size=batch_size,
                            lr=lr, ignore_index=0, seed=seed, desc=f"{fw.name} · {name}")
@@ -164,7 +184,10 @@ def train_sentiment(fw: Framework, data: dict, pooling: str, use_mask: bool, *, 
     model, its training time in seconds and the validation inputs it takes."""
     tr, va = data["train"], data["val"]
     fw.seed(seed)
-    model = fw.m.SentimentClassifier(len(data["vocab"]), pooling=pooling, embed_init=embed_init)
+    if pooling == "bag_of_words":
+        model = fw.m.BagOfWords(len(data["vocab"]))
+    else:
+        model = fw.m.SentimentClassifier(len(data["vocab"]), pooling=pooling, embed_init=embed_init)
     inputs = (data["X"][tr], data["mask"][tr]) if use_mask else (data["X"][tr],)
     start = time.perf_counter()
     fw.m.fit(model, inputs, data["y"][tr], epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, desc=desc)
@@ -247,15 +270,26 @@ def ner_markdown(res: dict) -> list[str]:
         lines.append(f"| {name} | {m['token_report']['entity micro avg']['f1']:.3f} | "
                      f"{m['entity_report']['micro avg']['f1']:.3f} | {m['entity_report']['macro avg']['f1']:.3f} | "
                      f"{m['train_seconds']:.0f} |")
-    base = a["models"]["baseline"]["token_report"]
-    lines += ["", "Baseline, token level by entity type (precision / recall / F1 / support):", "",
-              "| type | precision | recall | F1 | support |", "|---|---|---|---|---|"]
-    for k in (*metrics.ENTITY_TYPES, "O", "weighted avg"):
-        r = base[k]
-        lines.append(f"| {k} | {r['precision']:.2f} | {r['recall']:.2f} | {r['f1']:.2f} | {r['support']} |")
+    if "baseline" in a["models"]:                                # absent when run with --ner-models
+        base = a["models"]["baseline"]["token_report"]
+        lines += ["", "Baseline, token level by entity type (precision / recall / F1 / support):", "",
+                  "| type | precision | recall | F1 | support |", "|---|---|---|---|---|"]
+        for k in (*metrics.ENTITY_TYPES, "O", "weighted avg"):
+            r = base[k]
+            lines.append(f"| {k} | {r['precision']:.2f} | {r['recall']:.2f} | {r['f1']:.2f} | {r['support']} |")
     p = a["padding"]
     return lines + ["", f"Padding: {p['real_O']} real O tokens, {p['pads']} pads → {p['O_with_pads']} 'O' positions.",
                     ""]
+
+
+def parse_ner_models(text: str) -> list[str]:
+    """``"baseline,feature · softmax, after the BiLSTM"`` → ``["baseline", "feature · softmax, after the BiLSTM"]``:
+    names are separated by a comma without a space, as in ``parse_models``."""
+    models = re.split(r",(?! )", text)
+    unknown = [m for m in models if m not in NER_MODELS]
+    if unknown:
+        raise ValueError(f"unknown NER models {unknown}; choose from {list(NER_MODELS)}")
+    return models
 
 
 def parse_models(text: str) -> list[str]:
@@ -269,7 +303,8 @@ def parse_models(text: str) -> list[str]:
 
 def run(framework: str = "pytorch", *, threads: int = 1, ner_epochs: int = 5, sentiment_epochs: int = 15,
         seeds: int = 10, smoke: bool = False, skip_ner: bool = False, skip_sentiment: bool = False,
-        models=tuple(SENTIMENT_MODELS), embed_init: float | None = None, out_dir: Path, command: str) -> dict:
+        models=tuple(SENTIMENT_MODELS), ner_models=tuple(NER_MODELS), embed_init: float | None = None,
+        out_dir: Path, command: str) -> dict:
     """Train the chapter's models (``smoke``: a few hundred sentences, one epoch, two seeds) and write
     results.json and results.md into ``out_dir`` (partial.json after each part, in case the run is cut short).
     ``command``: how the run was started, recorded with the results. Returns the results."""
@@ -281,6 +316,8 @@ def run(framework: str = "pytorch", *, threads: int = 1, ner_epochs: int = 5, se
               "sentiment_epochs": 1 if smoke else sentiment_epochs, "sentiment_batch": 32,
               "sentiment_lr": 1e-3, "sentiment_max_len": 32, "seeds": list(range(2 if smoke else seeds)),
               "sentiment_models": list(models), "embed_init": embed_init}
+    if tuple(ner_models) != tuple(NER_MODELS):
+        config["ner_models"] = list(ner_models)
     res: dict[str, Any] = {"framework": framework, "profile": "smoke" if smoke else "full", "config": config,
            "hardware": hardware(threads), "started": started, "command": command,
            "versions": {"numpy": np.__version__}}
@@ -300,7 +337,8 @@ def run(framework: str = "pytorch", *, threads: int = 1, ner_epochs: int = 5, se
     if not skip_ner:
         ner = course_data.prepare_ner(config["ner_max_len"], n_train=400 if smoke else None,
                                       n_test=200 if smoke else None)
-        res["ner"] = run_ner(fw, ner, config["ner_epochs"], config["ner_batch"], config["ner_lr"], seed=0)
+        res["ner"] = run_ner(fw, ner, config["ner_epochs"], config["ner_batch"], config["ner_lr"], seed=0,
+                             models=ner_models)
     res["minutes"] = (time.perf_counter() - t0) / 60
     (out_dir / "results.json").write_text(json.dumps(res, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     (out_dir / "results.md").write_text(markdown(res), encoding="utf-8")

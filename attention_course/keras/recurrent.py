@@ -13,14 +13,15 @@ import keras
 from keras import layers, ops
 
 from .. import validate
-from ..choices import ACTIVATIONS, NER_ATTENTION, POOLING
+from ..choices import ACTIVATIONS, NER_ATTENTION, NER_PLACES, POOLING
 from ..errors import ConfigError
 from . import inputs
 from .base import Layer, Model
 from .layers import masked_softmax
 
-__all__ = ["ACTIVATIONS", "NER_ATTENTION", "POOLING", "VariationalLSTM", "FeatureAttention", "TimestepAttention",
-           "AttentionPooling", "AttentionGRU", "NERTagger", "SentimentClassifier"]
+__all__ = ["ACTIVATIONS", "NER_ATTENTION", "NER_PLACES", "POOLING", "VariationalLSTM", "FeatureAttention",
+           "TimestepAttention", "RepeatVectorAttention", "AttentionPooling", "AttentionGRU", "NERTagger",
+           "SentimentClassifier", "BagOfWords"]
 
 
 
@@ -128,6 +129,37 @@ class TimestepAttention(Layer):
         return {**super().get_config(), "steps": self.steps, "activation": self.activation}
 
 
+class RepeatVectorAttention(Layer):
+    """The talk's model 1 (its ``AttBiLSTM``) as its code computes it: a Dense layer over the d features with a
+    softmax over the features at each timestep; the weights averaged over time into one vector m (B, d);
+    ``RepeatVector(d)`` then ``Permute((2, 1))`` lay m out as a (d, d) matrix whose row t holds m_t everywhere,
+    and that matrix multiplies the input element-wise. This only runs when T == d (the talk's embedding size is its
+    sentence length), and then timestep t is scaled by m_t, the averaged weight of *feature* t.
+    ``activation="linear"`` skips the softmax. x (B, T, d) with T = d = ``features`` → (B, T, d), weights (B, T, d).
+    """
+
+    def __init__(self, features: int, activation: str = "softmax", **kwargs):
+        super().__init__(**kwargs)
+        validate.choice("activation", activation, ACTIVATIONS)
+        features = validate.integer("features", features)
+        self.features, self.activation = features, activation
+        self.score = layers.Dense(features)
+        self.repeat = layers.RepeatVector(features)
+        self.permute = layers.Permute((2, 1))
+
+    def call(self, x, return_weights: bool = False):
+        x = inputs.floats(x, "x")
+        validate.sequence_shapes("RepeatVectorAttention", x, features=self.features, steps=self.features)
+        scores = _weights(self.score(x), self.activation)             # (B, T, d): per timestep, over the features
+        m = ops.mean(scores, axis=1)                                  # (B, d): averaged over time
+        weights = self.permute(self.repeat(m))                        # (B, d, d): weights[:, t, f] = m[:, t]
+        out = x * weights                                             # (B, T, d) ∘ (B, d, d): needs T == d
+        return (out, weights) if return_weights else out
+
+    def get_config(self):
+        return {**super().get_config(), "features": self.features, "activation": self.activation}
+
+
 class AttentionPooling(Layer):
     """Attention pooling over time (feed-forward attention, Raffel & Ellis 2015; Yang et al. 2016 without a
     context vector): e_t = tanh(h_t W + b), a = softmax_t(e) (pads masked), context = Σ_t a_t h_t.
@@ -182,29 +214,39 @@ class AttentionGRU(Layer):
 
 
 class NERTagger(Model):
-    """The BiLSTM tagger of Part A: embedding → [attention] → dropout → BiLSTM → a softmax over the tags at
-    every timestep (the logits; the loss applies the softmax).
+    """The BiLSTM tagger of Part A: embedding → [attention] → dropout → BiLSTM → [attention] → a softmax over the
+    tags at every timestep (the logits; the loss applies the softmax).
 
-    ``attention``: None (the baseline), "feature", "feature_single" (weights averaged over time) or "timestep"
-    (needs ``max_len``, the fixed length); ``activation``: "softmax" or "linear".
+    ``attention``: None (the baseline), "feature", "feature_single" (weights averaged over time), "timestep"
+    (needs ``max_len``, the fixed length) or "repeat_vector" (the talk's model 1: needs ``max_len == embed``);
+    ``activation``: "softmax" or "linear"; ``place``: "before" the recurrence (the block reweights the
+    embeddings) or "after" it (the block reweights the BiLSTM's 2H-dimensional states).
     x (B, T) word ids → logits (B, T, n_tags) [, attention weights].
     """
 
     def __init__(self, vocab: int, n_tags: int, embed: int = 50, hidden: int = 100, attention: str | None = None,
                  activation: str = "softmax", max_len: int | None = None, dropout: float = 0.1,
-                 recurrent_dropout: float = 0.1, **kwargs):
+                 recurrent_dropout: float = 0.1, place: str = "before", **kwargs):
         super().__init__(**kwargs)
         validate.choice("attention", attention, NER_ATTENTION)
-        self.attention: TimestepAttention | FeatureAttention | None
+        validate.choice("place", place, NER_PLACES)
+        self.attention: TimestepAttention | FeatureAttention | RepeatVectorAttention | None
         vocab, n_tags, embed, hidden = validate.sizes(vocab=vocab, n_tags=n_tags, embed=embed, hidden=hidden)
         validate.rate("dropout", dropout)
+        self.place = place
+        size = embed if place == "before" else 2 * hidden            # the features the block reweights
         self.embed = layers.Embedding(vocab, embed)
         if attention == "timestep":
             if max_len is None:
                 raise ConfigError("timestep-wise attention needs max_len: its Dense layer is max_len × max_len")
             self.attention = TimestepAttention(max_len, activation)
+        elif attention == "repeat_vector":
+            if max_len != size:
+                raise ConfigError(f"the talk's model 1 multiplies a (d, d) matrix into (T, d) inputs: it needs "
+                                  f"max_len equal to the {size} features it reweights; got max_len={max_len}")
+            self.attention = RepeatVectorAttention(size, activation)
         elif attention is not None:
-            self.attention = FeatureAttention(embed, activation, single=attention == "feature_single")
+            self.attention = FeatureAttention(size, activation, single=attention == "feature_single")
         else:
             self.attention = None
         self.drop = layers.Dropout(dropout)
@@ -215,9 +257,12 @@ class NERTagger(Model):
         x = inputs.ids(x, "x", self.embed)                          # (B, T) ids in [0, vocab)
         h = self.embed(x)                                             # (B, T, d)
         weights = None
-        if self.attention is not None:
-            h, weights = self.attention(h, return_weights=True)       # (B, T, d), (B, T, d) or (B, T)
-        logits = self.out(self.rnn(self.drop(h)))                     # (B, T, 2H) → (B, T, n_tags)
+        if self.attention is not None and self.place == "before":
+            h, weights = self.attention(h, return_weights=True)       # on the embeddings: (B, T, d)
+        h = self.rnn(self.drop(h))                                    # (B, T, 2H)
+        if self.attention is not None and self.place == "after":
+            h, weights = self.attention(h, return_weights=True)       # on the BiLSTM's states: (B, T, 2H)
+        logits = self.out(h)                                          # (B, T, n_tags)
         return (logits, weights) if return_weights else logits
 
 
@@ -260,3 +305,30 @@ class SentimentClassifier(Model):
                 summary = self.agru(states, weights)                  # the weights act as update gates
         logits = self.out(summary)
         return (logits, weights) if return_weights else logits
+
+
+class BagOfWords(Model):
+    """A bag-of-words classifier for Part B: the mean of the embeddings of the real words, then a dense layer to
+    2 logits. The order of the words plays no part: a linear model of the words' frequencies in the sentence.
+    The embeddings start from U(-0.05, 0.05) in both frameworks.
+    x (B, T) ids, mask (B, T) True on real tokens (None: the pads count as words) → logits (B, 2) [, None]."""
+
+    def __init__(self, vocab: int, embed: int = 32, **kwargs):
+        super().__init__(**kwargs)
+        vocab, embed = validate.sizes(vocab=vocab, embed=embed)
+        self.embed = layers.Embedding(vocab, embed)                   # Keras' default: U(-0.05, 0.05)
+        self.out = layers.Dense(2)
+
+    def call(self, x, mask=None, return_weights: bool = False):
+        x = inputs.ids(x, "x", self.embed)                          # (B, T) ids in [0, vocab)
+        e = self.embed(x)                                             # (B, T, d)
+        if mask is None:
+            mean = ops.mean(e, axis=1)                                # every position counts, pads too
+        else:
+            mask = inputs.tensor(mask, "mask")
+            validate.sequence_shapes("BagOfWords", e, mask)
+            keep = ops.expand_dims(ops.cast(inputs.bool_mask(mask), e.dtype), -1)   # (B, T, 1)
+            mean = ops.sum(e * keep, axis=1) / ops.maximum(ops.sum(keep, axis=1), 1.0)   # (B, d): the real words
+        logits = self.out(mean)                                       # (B, 2)
+        return (logits, None) if return_weights else logits
+

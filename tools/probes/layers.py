@@ -445,6 +445,12 @@ PROBES = [
     bad("arguments", "SentimentClassifier recurrent_dropout=-0.1",
           make(lambda fw: fw.SentimentClassifier(10, recurrent_dropout=-0.1))),
     bad("arguments", "FeatureAttention features=0", make(lambda fw: fw.FeatureAttention(0))),
+    bad("arguments", "NERTagger place='middle'",
+        make(lambda fw: fw.NERTagger(10, 3, attention="feature", place="middle"))),
+    bad("arguments", "NERTagger repeat_vector max_len != embed",
+        make(lambda fw: fw.NERTagger(10, 3, embed=4, attention="repeat_vector", max_len=6))),
+    bad("shapes", "RepeatVectorAttention T != d",
+        lambda fw: call(fw, fw.RepeatVectorAttention(4), to_input(fw, rand(B, 6, 4)))),
     bad("arguments", "Seq2Seq.generate steps=0", generate_no_steps),
     # NumPy arrays and dtypes
     Probe("dtypes", "Seq2Seq and LocalAttention NumPy int sizes", numpy_int_sizes),
@@ -472,6 +478,7 @@ PROBES = [
     bad("ids", "ManyToMany id = vocab", bad_ids(lambda fw: fw.ManyToMany(10, 3, embed=4, hidden=6), 10, 10)),
     bad("ids", "NERTagger id -1", bad_ids(lambda fw: fw.NERTagger(10, 3, embed=4, hidden=6), -1, 10)),
     bad("ids", "SentimentClassifier id 2.5", bad_ids(lambda fw: fw.SentimentClassifier(10, 4, 6), 2.5, 10)),
+    bad("ids", "BagOfWords id -1", bad_ids(lambda fw: fw.BagOfWords(10, 4), -1, 10)),
     bad("ids", "PointerModel id -1", bad_ids(lambda fw: fw.PointerModel(10, 4, 6, 3, dim=8), -1, 10, (B, 6))),
     # NaN and inf hidden by the mask
     Probe("nan", "DotProductAttention NaN in a hidden value row", poisoned_value("dot")),
