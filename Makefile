@@ -31,6 +31,8 @@ endif
 # prose shows the values).
 export COURSE_PROGRESS ?= 0
 export COURSE_GLUE_ECHO ?= 0
+# nor the "[cell skipped: …]" notes of cells whose model or data is absent (the prose says what they need)
+export COURSE_SKIP_ECHO ?= 0
 NBVAL := --nbval-lax --nbval-current-env --nbval-cell-timeout=900
 
 .PHONY: env book test lint lab assignment vendor system clean bench robustness colab-check probes

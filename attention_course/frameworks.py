@@ -120,6 +120,13 @@ def _run_cell_body(shell, body: str, framework: str):
             shared.pop(name, None)
 
 
+def _say_skipped(message: str) -> None:
+    """Tell a live reader that a cell was skipped; the book (``COURSE_SKIP_ECHO=0``, set by the Makefile) shows no
+    such note, since its prose already says what the section needs."""
+    if os.environ.get("COURSE_SKIP_ECHO", "1") != "0":
+        print(message)
+
+
 def _missing(shell, line: str) -> str | None:
     """For a magic's line ``needs NAME``: why the cell must be skipped (NAME is unset or falsy), else None."""
     words = line.split()
@@ -141,7 +148,7 @@ def _make_magic(name: str):
             return None
         reason = _missing(get_ipython(), line)
         if reason:
-            print(f"[{name} cell skipped: {reason}]")
+            _say_skipped(f"[{name} cell skipped: {reason}]")
             return None
         return _run_cell_body(get_ipython(), cell, framework=name)
 
@@ -159,7 +166,7 @@ def _needs(line: str, cell: str):
     shell = get_ipython()
     reason = _missing(shell, "needs " + line) if line.strip() else "usage: %%needs NAME"
     if reason:
-        print(f"[cell skipped: {reason}]")
+        _say_skipped(f"[cell skipped: {reason}]")
         return None
     source = python_source(cell)
     tree = ast.parse(source, _remember(shell, source))

@@ -586,3 +586,15 @@ def test_on_a_phone_no_page_scrolls_sideways_and_every_chart_fits(browser, serve
     finally:
         context.close()
     _fail_on(problems, "at 390 px")
+
+
+MACHINE_PATH = re.compile(r"(?<![\w./:])/(?:work|home|root|tmp|Users|opt|srv)/[\w.-]+|\bsite-packages\b|\.venv/")
+
+
+def test_no_machine_paths_in_the_book(book_dir, pages):
+    """A page never shows where the book was built (a local path, a virtual environment's folder)."""
+    problems = []
+    for rel in pages:
+        text = _page_text(book_dir / rel)
+        problems += [f"{rel}: …{text[max(0, m.start() - 60):m.end() + 40]}…" for m in MACHINE_PATH.finditer(text)]
+    _fail_on(problems, "machine paths in the built book")

@@ -108,7 +108,8 @@ def test_cell_magics_skip_and_run(shell, capsys):
     assert result.result == 2, "the last expression of a magic cell is its value"
 
 
-def test_cells_that_need_a_missing_resource_skip_with_a_message(shell, capsys):
+def test_cells_that_need_a_missing_resource_skip_with_a_message(shell, capsys, monkeypatch):
+    monkeypatch.setenv("COURSE_SKIP_ECHO", "1")          # a live kernel; the book's build sets it to 0
     frameworks.use("both")
     shell.user_ns.update(model_folder=None, data_folder="/somewhere")
     shell.run_cell("%%pytorch needs model_folder\nneedy_torch = True")
@@ -122,6 +123,10 @@ def test_cells_that_need_a_missing_resource_skip_with_a_message(shell, capsys):
     assert shell.user_ns["needy_keras"] == 1
     result = shell.run_cell("%%keras wants data_folder\nneedy_keras = 2")
     assert isinstance(result.error_in_exec, ValueError) and shell.user_ns["needy_keras"] == 1
+    monkeypatch.setenv("COURSE_SKIP_ECHO", "0")          # the book: the prose says what the section needs
+    capsys.readouterr()
+    shell.run_cell("%%needs model_folder\nneedy_plain = True")
+    assert "needy_plain" not in shell.user_ns and capsys.readouterr().out == ""
 
 
 def test_cell_magic_errors_are_not_swallowed(shell):
