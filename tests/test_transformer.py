@@ -237,3 +237,16 @@ def test_fit_follows_the_schedule(fw):
     fw.fit(fw.LookbackNet("none", 8, 64, d_model=8), (x,), y, epochs=2, batch_size=16, ignore_index=-1,
            schedule=schedule)
     assert seen == list(range(1, 9))                                                # 4 batches × 2 epochs
+
+
+@pytest.mark.parametrize("fw", ["torch", "keras"])
+def test_no_source_mask_means_no_padding_and_bad_sizes_are_named(fw):
+    module = getattr(ac, fw)
+    src, tgt = np.ones((2, 5), "int64"), np.ones((2, 4), "int64")
+    model = module.Transformer(20, 20, d_model=8, heads=2, layers=1, d_ff=16, dropout=0.0)
+    without = to_numpy(model(src, None, tgt))
+    np.testing.assert_allclose(without, to_numpy(model(src, np.ones((2, 5), bool), tgt)), rtol=1e-6, atol=1e-6)
+    with pytest.raises(ConfigError, match="d_ff"):
+        module.EncoderLayer(8, 2, d_ff=0)
+    with pytest.raises(ConfigError, match=r"eps must be a finite number > 0; got -1 \(the LayerNorms' epsilon\)"):
+        module.EncoderLayer(8, 2, d_ff=16, eps=-1)

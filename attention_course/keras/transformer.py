@@ -46,6 +46,7 @@ class FeedForward(BuildOnCall, Layer):
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu", **kwargs):
         super().__init__(**kwargs)
+        d_model, d_ff = validate.sizes(d_model=d_model, d_ff=d_ff)
         validate.choice("activation", activation, ("relu", "gelu"))
         self.activation = activation
         self.W_1 = _dense(d_ff)
@@ -75,6 +76,7 @@ class EncoderLayer(BuildOnCall, Layer):
     def __init__(self, d_model: int, heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False,
                  causal: bool = False, activation: str = "relu", eps: float = EPSILON, **kwargs):
         super().__init__(**kwargs)
+        validate.positive("eps", eps, " (the LayerNorms' epsilon)")
         self.norm_first, self.causal = norm_first, causal
         self.self_attention = _attention(d_model, heads)
         self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
@@ -155,8 +157,9 @@ class Transformer(Model):
         return self.dropout(x + _sinusoids(offset + ids.shape[1], self.d_model)[offset:], training=training)
 
     def encode(self, src, src_mask, return_weights: bool = False, training=None):
-        # src (B, S) ids, src_mask (B, S) → memory (B, S, d) [, weights per layer]
+        # src (B, S) ids, src_mask (B, S), None: no padding → memory (B, S, d) [, weights per layer]
         src = inputs.ids(src, "src", self.src_embedding)
+        src_mask = ops.ones_like(src, dtype="bool") if src_mask is None else src_mask
         src_mask = inputs.bool_mask(inputs.tensor(src_mask, "src_mask"), "src_mask")
         validate.same_shape("src_mask", validate.shape_of(src_mask), validate.shape_of(src), "src")
         x, weights = self._embed(self.src_embedding, src, training=training), []

@@ -27,6 +27,7 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu"):
         super().__init__()
+        d_model, d_ff = validate.sizes(d_model=d_model, d_ff=d_ff)
         validate.choice("activation", activation, ("relu", "gelu"))
         self.activation = activation
         self.W_1 = nn.Linear(d_model, d_ff)
@@ -56,6 +57,7 @@ class EncoderLayer(nn.Module):
     def __init__(self, d_model: int, heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False,
                  causal: bool = False, activation: str = "relu", eps: float = 1e-5):
         super().__init__()
+        validate.positive("eps", eps, " (the LayerNorms' epsilon)")
         self.norm_first, self.causal = norm_first, causal
         self.self_attention = MultiHeadAttention(d_model, heads)
         self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
@@ -134,8 +136,9 @@ class Transformer(nn.Module):
         return self.dropout(x + _sinusoids(offset + x.shape[1], self.d_model, x.device)[offset:])
 
     def encode(self, src, src_mask, return_weights: bool = False):
-        # src (B, S) ids, src_mask (B, S) → memory (B, S, d) [, weights per layer]
+        # src (B, S) ids, src_mask (B, S), None: no padding → memory (B, S, d) [, weights per layer]
         src = inputs.ids(src, "src", self.src_embedding)
+        src_mask = torch.ones_like(src, dtype=torch.bool) if src_mask is None else src_mask
         src_mask = inputs.bool_mask(src_mask, "src_mask", src.device)
         validate.same_shape("src_mask", validate.shape_of(src_mask), validate.shape_of(src), "src")
         x, weights = self._embed(self.src_embedding, src), []
