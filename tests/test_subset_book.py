@@ -20,7 +20,8 @@ def test_the_subset_book_holds_the_chosen_chapters_as_links(tmp_path):
     toc = yaml.safe_load((out / "_toc.yml").read_text())
     files = [e["file"] for part in toc["parts"] for e in part["chapters"]]
     assert toc["root"] == "book/intro"
-    assert files == [f"book/{f.name}/{next(f.glob('*.ipynb')).stem}" for f in folders] + ["book/references"]
+    assert files == [f"book/{f.name}/{next(f.glob('*.ipynb')).stem}" for f in folders] + ["book/measurements",
+                                                                                          "book/references"]
     for f in folders:                                       # links, so nbval's executed copies are the ones built
         assert (out / "book" / f.name).is_symlink() and (out / "book" / f.name).resolve() == f
     assert not (out / "book" / "02-soft-hard-attention").exists()
