@@ -24,6 +24,7 @@ def test_every_chapter_shows_a_diagram_with_alt_text(notebook):
     for path, alt in figures.items():
         assert (notebook.parent / path).is_file(), f"{notebook.relative_to(ROOT)} shows {path}, which is missing"
         assert len(alt.split()) >= 8, f"{path}: the alt text is too short to describe the figure: {alt!r}"
+        assert "#" not in alt, f"{path}: a '#' in a directive option starts a comment (a warning under -W)"
 
 
 @pytest.mark.parametrize("svg", SVGS, ids=lambda p: f"{p.parent.parent.name}/{p.name}")
