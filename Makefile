@@ -101,8 +101,8 @@ lab: $(STAMP)
 assignment: $(STAMP)
 	$(BIN)/course-assign --chapters $(CHAPTERS) --out assignments --force
 
-clean:
-	rm -rf _build assignments .pytest_cache
+clean:             ## build outputs only: assignments/ may hold an instructor's own files, so make never removes it
+	rm -rf _build .pytest_cache
 
 probes: $(STAMP)   ## the bad-input probes of tools/probes/, both frameworks, into tools/probes/outcomes.md
 	$(BIN)/python tools/probe_inputs.py --write
