@@ -67,7 +67,7 @@ book: $(STAMP) vendor
 # and the references (tools/subset_book.py writes it into _build/subset): a quicker check while writing a chapter.
 # CI runs all of them.
 TEST_BOOK := $(if $(filter-out all,$(CHAPTERS)),_build/subset,.)
-test: export COURSE_SCALE = quick
+test: export COURSE_PROFILE = quick
 test: export COURSE_TEST_CHAPTERS = $(CHAPTERS)
 test: export TEST_TIMES = $(abspath _build/test-times.txt)
 test: $(STAMP) system

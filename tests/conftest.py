@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from attention_course._quiet import quiet_frameworks
-from attention_course.arrays import to_numpy  # noqa: F401  (the tests import it from here)
+from attention_course.core.backend import (
+    backend,
+    to_numpy,  # noqa: F401  (the tests import it from here)
+)
+from attention_course.core.quiet import quiet_frameworks
 
 ROOT = Path(__file__).resolve().parents[1]
 quiet_frameworks()
@@ -28,11 +31,7 @@ def fw(request):
 
 def as_input(fw_module, x):
     """A NumPy array as an input of the framework under test."""
-    if fw_module.__name__.endswith(".torch"):
-        import torch
-
-        return torch.as_tensor(x)
-    return x
+    return backend(fw_module).as_input(x)
 
 try:  # the same choice as ac.setup(): one CPU thread for the small models of the tests
     import torch
@@ -43,9 +42,12 @@ except ImportError:  # pragma: no cover
 
 
 def _chapters_of(item) -> set[int]:
-    """The chapters a test belongs to: those of its ``chapter`` marks, and that of a chapter notebook it is
-    parametrized with (``book/NN-…/…``). Empty for a test of the shared package."""
+    """The chapters a test belongs to: that of its folder (``tests/chNN/``), those of its ``chapter`` marks, and
+    that of a chapter notebook it is parametrized with (``book/NN-…/…``). Empty for a test of the shared package."""
     found = {n for mark in item.iter_markers("chapter") for n in mark.args}
+    folder = Path(str(getattr(item, "path", ""))).parent.name
+    if m := re.fullmatch(r"ch(\d\d)", folder):
+        found.add(int(m.group(1)))
     for value in getattr(getattr(item, "callspec", None), "params", {}).values():
         if isinstance(value, Path) and (m := re.search(r"book/(\d\d)-[^/]+/", value.as_posix())):
             found.add(int(m.group(1)))
@@ -56,7 +58,7 @@ def pytest_collection_modifyitems(config, items):
     spec = os.environ.get("COURSE_TEST_CHAPTERS", "all")
     if spec.strip().lower() == "all":
         return
-    from attention_course.assign import parse_chapters
+    from attention_course.notebook.assign import parse_chapters
 
     chosen = set(parse_chapters(spec))
     keep, other = [], []

@@ -55,17 +55,17 @@ def peak_mb(framework: str, kind: str, length: int) -> float:
 def _peak_child(framework: str, kind: str, length: int) -> None:
     """Build the case, note the resident memory, run one forward pass, print the peak extra MB."""
     import attention_course as ac
-    from attention_course import frameworks, session
+    from attention_course.notebook import frameworks, session
 
     frameworks.use(framework)
     session.seed_everything(0)
-    if framework == "pytorch" and ac.torch.train.device().type == "cpu":
+    if framework == "pytorch" and ac.torch.device().type == "cpu":
         session.cpu_threads()                                   # as ac.setup does
     cost = ac.torch.cost if framework == "pytorch" else ac.keras.cost
     run = cost.attention_pass(kind, 16)                               # load the kernels at a tiny size first
     run()
     run = cost.attention_pass(kind, length)
-    if framework == "pytorch" and ac.torch.train.device().type == "cuda":
+    if framework == "pytorch" and ac.torch.device().type == "cuda":
         import torch
 
         torch.cuda.reset_peak_memory_stats()
@@ -150,8 +150,9 @@ def main() -> int:
         parser.error(f"--cases takes {', '.join(CASES)} or ch7-memory; got {args.cases!r}")
 
     import attention_course as ac
-    from attention_course import bench, frameworks, session
-    from attention_course._quiet import quiet_frameworks
+    from attention_course import bench
+    from attention_course.core.quiet import quiet_frameworks
+    from attention_course.notebook import frameworks, session
 
     quiet_frameworks()                                   # no ac.setup: a benchmark needs no charts or magics
     chosen = frameworks.use(args.frameworks)

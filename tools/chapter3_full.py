@@ -1,6 +1,6 @@
 r"""Chapter 3, full profile: train every model of the chapter on the whole datasets and write the results that
 the book shows in every profile (book/03-timestep-feature-attention/results/: a JSON file and a markdown table).
-The experiment itself is ``attention_course.experiments.chapter3``; this is its command line.
+The experiment itself is ``attention_course.ch03_timestep_feature_attention.experiment``; this is its command line.
 
     COURSE_DATA_DIR=/path/to/data nice -n 19 .venv/bin/python tools/chapter3_full.py --framework pytorch
 
@@ -47,10 +47,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from attention_course._quiet import quiet_frameworks  # noqa: E402
+from attention_course.core.quiet import quiet_frameworks  # noqa: E402
 
 quiet_frameworks()
-from attention_course.experiments import chapter3  # noqa: E402
+from attention_course.ch03_timestep_feature_attention import experiment as chapter3  # noqa: E402
 
 OUT = ROOT / "book" / "03-timestep-feature-attention" / "results"
 

@@ -2,7 +2,8 @@ r"""Chapter 5's results table: train the chapter's three translators (no attenti
 book/05-neural-machine-translation/results/<size>-<framework>.json: sacreBLEU's BLEU and chrF on the test split
 (greedy and beam 5), BLEU in each source-length bucket, over- and under-translation on long sentences with and
 without GNMT's coverage penalty, parameters, training time per epoch and the hardware.
-The experiment is ``attention_course.experiments.chapter5`` (the notebook calls the same functions).
+The experiment is ``attention_course.ch05_neural_machine_translation.experiment`` (the notebook calls the same
+functions).
 
     COURSE_DATA_DIR=/path/to/data .venv/bin/python tools/chapter5_full.py --size cpu    # spa-eng, reduced, on a CPU
     COURSE_DATA_DIR=/path/to/data .venv/bin/python tools/chapter5_full.py --size full   # Multi30k de→en, a GPU
@@ -20,10 +21,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from attention_course._quiet import quiet_frameworks  # noqa: E402
+from attention_course.core.quiet import quiet_frameworks  # noqa: E402
 
 quiet_frameworks()
-from attention_course.experiments import chapter5  # noqa: E402
+from attention_course.ch05_neural_machine_translation import experiment as chapter5  # noqa: E402
+from attention_course.core import machine  # noqa: E402
 from tools import full_run  # noqa: E402
 
 COVERAGE_BETAS = (0.0, 0.2, 0.5, 1.0)
@@ -39,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = chapter5.SIZES[args.size]
     data = chapter5.corpus(sizes)
     results = {"command": "tools/chapter5_full.py " + " ".join(map(shlex.quote, argv or sys.argv[1:])),
-               "size": args.size, "sizes": sizes, "framework": args.framework, "hardware": chapter5.hardware(),
+               "size": args.size, "sizes": sizes, "framework": args.framework, "hardware": machine.in_words(),
                "date": time.strftime("%Y-%m-%d"), "pairs": {"train": data.train.n, "val": data.val.n,
                                                              "test": data.test.n}, "runs": []}
     out = args.out / f"{args.size}-{args.framework}.json"

@@ -2,7 +2,7 @@ r"""Chapter 6's results table: train the chapter's captioners (Show and Tell, me
 without the gate and with the doubly stochastic penalty, hard attention) on the digit scenes and write
 book/06-image-captioning/results/<size>-<framework>.json: BLEU-1…4 (sacreBLEU; greedy and beam 3), the share of
 exact captions, attention correctness against chance, parameters, training time and the hardware, per seed.
-The experiment is ``attention_course.experiments.chapter6`` (the notebook calls the same functions).
+The experiment is ``attention_course.ch06_image_captioning.experiment`` (the notebook calls the same functions).
 
     .venv/bin/python tools/chapter6_full.py --size cpu --seeds 0,1,2     # 8,000 scenes, on a CPU
     .venv/bin/python tools/chapter6_full.py --size full --seeds 0,1,2    # 30,000 scenes, larger models, a GPU
@@ -19,10 +19,11 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from attention_course._quiet import quiet_frameworks  # noqa: E402
+from attention_course.core.quiet import quiet_frameworks  # noqa: E402
 
 quiet_frameworks()
-from attention_course.experiments import chapter6  # noqa: E402
+from attention_course.ch06_image_captioning import experiment as chapter6  # noqa: E402
+from attention_course.core import machine  # noqa: E402
 from tools import full_run  # noqa: E402
 
 
@@ -35,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     fw = ac.torch if args.framework == "pytorch" else ac.keras
     sizes = chapter6.SIZES[args.size]
     results = {"command": "tools/chapter6_full.py " + " ".join(map(shlex.quote, argv or sys.argv[1:])),
-               "size": args.size, "sizes": sizes, "framework": args.framework, "hardware": chapter6.hardware(),
+               "size": args.size, "sizes": sizes, "framework": args.framework, "hardware": machine.in_words(),
                "date": time.strftime("%Y-%m-%d"), "runs": []}
     out = args.out / f"{args.size}-{args.framework}.json"
     for seed in args.seeds:

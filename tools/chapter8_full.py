@@ -25,10 +25,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from attention_course._quiet import quiet_frameworks  # noqa: E402
+from attention_course.core.quiet import quiet_frameworks  # noqa: E402
 
 quiet_frameworks()
-from attention_course.experiments import chapter5, chapter8  # noqa: E402
+from attention_course.ch05_neural_machine_translation import experiment as chapter5  # noqa: E402
+from attention_course.ch08_transformer import experiment as chapter8  # noqa: E402
+from attention_course.core import machine  # noqa: E402
 from tools import full_run  # noqa: E402
 
 RESULTS = ROOT / "book/08-transformer/results"
@@ -79,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     data = chapter5.corpus(data_sizes)
     results = {"command": "tools/chapter8_full.py " + " ".join(map(shlex.quote, argv)),
                "size": args.size, "sizes": sizes, "data": data_sizes, "framework": args.framework,
-               "hardware": chapter5.hardware(), "date": time.strftime("%Y-%m-%d"),
+               "hardware": machine.in_words(), "date": time.strftime("%Y-%m-%d"),
                "pairs": {"train": data.train.n, "val": data.val.n, "test": data.test.n}, "runs": []}
     out = args.out / f"{args.size}-{args.framework}.json"
     for seed in args.seeds:

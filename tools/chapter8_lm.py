@@ -21,10 +21,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from attention_course._quiet import quiet_frameworks  # noqa: E402
+from attention_course.core.quiet import quiet_frameworks  # noqa: E402
 
 quiet_frameworks()
-from attention_course.experiments import chapter5, chapter8  # noqa: E402
+from attention_course.ch05_neural_machine_translation import experiment as chapter5  # noqa: E402
+from attention_course.ch08_transformer import experiment as chapter8  # noqa: E402
+from attention_course.core import machine  # noqa: E402
 from tools import full_run  # noqa: E402
 
 RESULTS = ROOT / "book/08-transformer/results"
@@ -50,7 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = sizes_with(args.size, args.set)
 
-    from attention_course import data, decode, frameworks, session
+    from attention_course import data
+    from attention_course.core import decode
+    from attention_course.notebook import frameworks, session
 
     frameworks.use(args.framework)
     import attention_course as ac
@@ -73,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
                             temperature=list(TEMPERATURES), seed=args.seed)
     results = {"command": "tools/chapter8_lm.py " + " ".join(map(shlex.quote, argv)), "size": args.size,
                "label": args.label, "sizes": sizes, "framework": args.framework, "seed": args.seed,
-               "hardware": chapter5.hardware(), "date": time.strftime("%Y-%m-%d"),
+               "hardware": machine.in_words(), "date": time.strftime("%Y-%m-%d"),
                "characters": {"vocabulary": vocab, "train": len(chars.train), "val": len(chars.val)},
                "baselines": {name: chapter8.ngram_loss(chars.train, chars.val, vocab, order)
                              for name, order in (("unigram", 1), ("bigram", 2))},

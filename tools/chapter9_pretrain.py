@@ -28,10 +28,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from attention_course._quiet import quiet_frameworks  # noqa: E402
+from attention_course.core.quiet import quiet_frameworks  # noqa: E402
 
 quiet_frameworks()
-from attention_course.experiments import chapter5, chapter9  # noqa: E402
+from attention_course.ch05_neural_machine_translation import experiment as chapter5  # noqa: E402
+from attention_course.ch09_bert import experiment as chapter9  # noqa: E402
+from attention_course.core import machine  # noqa: E402
 from tools import full_run  # noqa: E402
 
 RESULTS = ROOT / "book/09-bert/results"
@@ -54,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = full_run.sizes_with(chapter9.PRETRAIN_SIZES, args.size, args.set)
 
-    from attention_course import frameworks, pretrained
+    from attention_course.ch09_bert import pretrained
+    from attention_course.notebook import frameworks
 
     frameworks.use(args.framework)
     import attention_course as ac
@@ -74,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     sequences = len(data.train) if sizes["sequences"] is None else min(sizes["sequences"], len(data.train))
     per_epoch = -(-sequences * sizes["copies"] // sizes["batch_size"])
     results = {"command": "tools/chapter9_pretrain.py " + " ".join(map(shlex.quote, argv)), "size": args.size,
-               "label": args.label, "sizes": sizes, "framework": args.framework, "hardware": chapter5.hardware(),
+               "label": args.label, "sizes": sizes, "framework": args.framework, "hardware": machine.in_words(),
                "date": time.strftime("%Y-%m-%d"), "vocabulary": vocab,
                "sequences": {"train": sequences, "val": len(data.val), "length": sizes["length"]},
                "parameters": chapter5.parameters(model), "pretrain_seconds": seconds,

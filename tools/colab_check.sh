@@ -37,7 +37,7 @@ for nb in book/[0-9][0-9]-*/*.ipynb; do
   esac
   i=$((i + 1))
   for fw in $fws; do
-    COURSE_SCALE=quick COURSE_FRAMEWORKS=$fw COURSE_PROGRESS=0 "$VENV/bin/python" tools/run_notebook.py "$nb" \
+    COURSE_PROFILE=quick COURSE_FRAMEWORKS=$fw COURSE_PROGRESS=0 "$VENV/bin/python" tools/run_notebook.py "$nb" \
       | sed "s/^/[$fw] /" || status=1
   done
 done

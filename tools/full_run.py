@@ -56,7 +56,7 @@ def arguments(doc: str, sizes: dict[str, Any], models: list[str], out: Path,
         args.seeds = [int(s) for s in args.seeds.split(",")]
     except ValueError:
         parser.error(f"--seeds must be comma-separated integers, got {args.seeds!r}")
-    from attention_course import frameworks
+    from attention_course.notebook import frameworks
 
     frameworks.use(args.framework)
     return args

@@ -2,7 +2,7 @@
 
 A chapter lists what it introduces in its notebook metadata, ``course.introduces``. For each of those names and
 each framework, the chapter has a ``%%keras`` / ``%%pytorch`` cell whose top-level ``class`` or ``def`` has the
-same syntax tree as the definition in ``attention_course/keras`` or ``attention_course/torch`` (code and
+same syntax tree as the definition in a chapter's ``attention_course/chNN_*/keras.py`` or ``torch.py`` (code and
 docstrings must match; comments and line breaks may differ). The package is the source of truth: change the
 package, then copy its definitions into the cells with ``--write``, which also rewrites the imports of a cell
 that only imports and defines (what its definitions use from the package, less what the chapter showed before).
@@ -24,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
-FOLDERS = {"keras": "keras", "pytorch": "torch"}   # cell magic → package folder
+FOLDERS = {"keras": "keras", "pytorch": "torch"}   # cell magic → module name in each chapter's folder
 DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
@@ -36,23 +36,23 @@ def chapters() -> list[Path]:
 def package_definitions(framework: str) -> dict[str, tuple[Path, ast.AST, str]]:
     """Every top-level ``class``/``def`` of the framework's modules: name → (file, node, source text)."""
     found: dict[str, tuple[Path, ast.AST, str]] = {}
-    for path in sorted((ROOT / "attention_course" / FOLDERS[framework]).glob("*.py")):
+    for path in sorted((ROOT / "attention_course").glob(f"ch[0-9][0-9]_*/{FOLDERS[framework]}.py")):
         text = path.read_text()
         lines = text.splitlines(keepends=True)
         for node in ast.parse(text).body:
             if isinstance(node, DEFS):
                 if node.name in found and not node.name.startswith("_"):
-                    raise SystemExit(f"{node.name} is defined twice in attention_course/{FOLDERS[framework]}")
+                    raise SystemExit(f"{node.name} is defined twice in the chapters' {FOLDERS[framework]}.py")
                 first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
                 found.setdefault(node.name, (path, node, "".join(lines[first - 1: node.end_lineno])))
     return found
 
 
 def public_classes(framework: str) -> set[str]:
-    """The classes a reader of the package would take for the course's layers and models. The Keras base classes
-    of ``keras/base.py`` (explicit masks, building on the first call) are plumbing that no chapter teaches."""
+    """The classes a reader of the package would take for the course's layers and models (the Keras base classes
+    of ``core/keras/base.py``, explicit masks and building on the first call, are plumbing no chapter teaches)."""
     return {name for name, (path, node, _) in package_definitions(framework).items()
-            if isinstance(node, ast.ClassDef) and not name.startswith("_") and path.name != "base.py"}
+            if isinstance(node, ast.ClassDef) and not name.startswith("_")}
 
 
 def _python(cell_source: str) -> str:
@@ -96,7 +96,7 @@ def problems(path: Path) -> list[str]:
         package = package_definitions(framework)
         for name in introduces:
             if name not in package:
-                out.append(f"{path.name}: introduces {name}, which attention_course/{FOLDERS[framework]} lacks")
+                out.append(f"{path.name}: introduces {name}, which no chapter's {FOLDERS[framework]}.py defines")
             elif (framework, name) not in shown:
                 out.append(f"{path.name}: {name} is not shown in a %%{framework} cell")
         for (fw, name), (index, node) in shown.items():
@@ -110,7 +110,7 @@ def problems(path: Path) -> list[str]:
 
 def _bindings(path: Path, framework: str) -> dict[str, str]:
     """Module-level names of a package module → the absolute import line that binds them in a cell."""
-    package = f"attention_course.{FOLDERS[framework]}"
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts)
     lines: dict[str, str] = {}
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, ast.Import):
@@ -120,7 +120,7 @@ def _bindings(path: Path, framework: str) -> dict[str, str]:
         elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
             source = node.module
             if node.level:
-                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                parts = package.split(".")[: len(package.split(".")) - node.level]
                 source = ".".join(parts + ([node.module] if node.module else []))
             for alias in node.names:
                 lines[alias.asname or alias.name] = f"from {source} import {alias.name}" + (
@@ -130,7 +130,7 @@ def _bindings(path: Path, framework: str) -> dict[str, str]:
                        [n.id for t in getattr(node, "targets", [getattr(node, "target", None)]) if t is not None
                         for n in ast.walk(t) if isinstance(n, ast.Name)])
             for name in targets:
-                lines[name] = f"from {package}.{path.stem} import {name}"
+                lines[name] = f"from {package} import {name}"
     return lines
 
 

@@ -36,7 +36,7 @@ _NOT_SETTINGS = {"COURSE_DATA_DIR"}   # where the (checksummed) data lives does 
 def settings() -> dict[str, str]:
     """The ``COURSE_*`` settings a notebook run depends on, with the course's defaults filled in."""
     found = {k: v for k, v in os.environ.items() if k.startswith("COURSE_") and k not in _NOT_SETTINGS}
-    found.setdefault("COURSE_SCALE", "quick")
+    found.setdefault("COURSE_PROFILE", "quick")
     found.setdefault("COURSE_FRAMEWORKS", "both")
     found.setdefault("COURSE_PROGRESS", "1")
     return found

@@ -27,7 +27,7 @@ GOOD = ("clear error", "handled")
 
 def classify(run, fw) -> tuple[str, str]:
     """Run one probe in a thread with a time limit; return (outcome, detail)."""
-    from attention_course.errors import CourseError
+    from attention_course.core.errors import CourseError
 
     result: dict = {}
 
@@ -61,7 +61,7 @@ def modules(names: list[str]):
 
 def main(argv: list[str] | None = None) -> int:
     import attention_course as ac
-    from attention_course._quiet import quiet_frameworks
+    from attention_course.core.quiet import quiet_frameworks
 
     quiet_frameworks()
     args = list(sys.argv[1:] if argv is None else argv)

@@ -1,7 +1,8 @@
 """The repository's address lives in one place: ``repository.url`` (and ``branch``) in ``_config.yml``.
 
 The notebooks need it in three forms (their Colab link, the Colab install cell, and raw file addresses), and so
-does the package (``attention_course.results.URL``, where a notebook on Colab reads the book's results); neither can
+does the package (``attention_course.core.results.URL``, where a notebook on Colab reads the book's results);
+neither can
 read ``_config.yml`` on Colab, so this command writes them from it:
 
     .venv/bin/python tools/repository.py           # rewrite every notebook's addresses from _config.yml

@@ -32,7 +32,7 @@ def main() -> int:
     if args.chapters != "all":
         wanted = {int(c) for c in args.chapters.split(",")}
         notebooks = [p for p in notebooks if int(p.parent.name[:2]) in wanted]
-    os.environ.update(COURSE_SCALE="quick", COURSE_FRAMEWORKS="both", COURSE_PROGRESS="0")
+    os.environ.update(COURSE_PROFILE="quick", COURSE_FRAMEWORKS="both", COURSE_PROGRESS="0")
     offline = ROOT.parent / "shared" / "data"      # the offline copies beside the repository, as in the tests
     if "COURSE_DATA_DIR" not in os.environ and offline.is_dir():
         os.environ["COURSE_DATA_DIR"] = str(offline)

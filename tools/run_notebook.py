@@ -4,7 +4,7 @@
 
 Prints one JSON line: notebook, seconds, peak_rss_mb (the kernel's resident-set high-water mark, what Binder's
 2 GB limit is about), ok, and the first error (the cell's failed assertion, if any). Settings come from the
-environment (COURSE_SCALE, COURSE_FRAMEWORKS, COURSE_SEED, ...). Used by `make robustness`, `make colab-check`
+environment (COURSE_PROFILE, COURSE_FRAMEWORKS, COURSE_SEED, ...). Used by `make robustness`, `make colab-check`
 and to measure the README's per-chapter times and memory.
 """
 

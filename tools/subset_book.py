@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from attention_course import assign
+from attention_course.notebook import assign
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"

@@ -12,81 +12,24 @@ Importing this package is cheap: pooch, pandas and numpy are imported only when 
 
 from __future__ import annotations
 
-from .download import (
-    ENV_VAR,
-    ChecksumError,
-    DataUnavailableError,
-    FileCheck,
-    StructureError,
-    VerifyReport,
-    cache_dir,
-    fetch,
-    file_path,
-    sha256sum,
-    verify,
-)
-from .flickr8k import Flickr8kSplit, check_flickr8k, load_flickr8k
-from .loaders import (
-    TaggedSentence,
-    load_multi30k,
-    load_ner,
-    load_sentiment,
-    load_spa_eng,
-    load_tinyshakespeare,
-    load_wikitext2_subset,
-    repair_cp1252,
-)
-from .prepare import prepare_ner, prepare_sentiment, sentiment_words
-from .registry import Dataset, RemoteFile, get, names
-from .translation import (
-    ParallelArrays,
-    SubwordTokenizer,
-    TranslationData,
-    encode_pairs,
-    translation_pairs,
-)
+from attention_course.core.facade import lazy
 
-try:  # synthetic tasks live in their own module; the rest of the package works without it
-    from . import synthetic
-except ModuleNotFoundError as exc:  # pragma: no cover
-    if exc.name != f"{__name__}.synthetic":
-        raise  # synthetic.py exists but one of its own imports is missing: show that error
-    synthetic = None  # type: ignore[assignment]
-
-__all__ = [
-    "ENV_VAR",
-    "ChecksumError",
-    "DataUnavailableError",
-    "Dataset",
-    "FileCheck",
-    "Flickr8kSplit",
-    "ParallelArrays",
-    "RemoteFile",
-    "StructureError",
-    "SubwordTokenizer",
-    "TaggedSentence",
-    "TranslationData",
-    "VerifyReport",
-    "cache_dir",
-    "check_flickr8k",
-    "encode_pairs",
-    "fetch",
-    "file_path",
-    "get",
-    "load_flickr8k",
-    "load_multi30k",
-    "load_ner",
-    "load_sentiment",
-    "load_spa_eng",
-    "load_tinyshakespeare",
-    "load_wikitext2_subset",
-    "names",
-    "prepare_ner",
-    "prepare_sentiment",
-    "repair_cp1252",
-    "sentiment_words",
-    "sha256sum",
-    "synthetic",
-    "translation_pairs",
-    "verify",
-]
+_CH3 = "attention_course.ch03_timestep_feature_attention.data"
+_CH5 = "attention_course.ch05_neural_machine_translation.data"
+_CH6 = "attention_course.ch06_image_captioning.flickr8k"
+_DOWNLOAD, _LOADERS, _REGISTRY = (f"{__name__}.{m}" for m in ("download", "loaders", "registry"))
+_NAMES = {
+    **dict.fromkeys(["ENV_VAR", "ChecksumError", "DataUnavailableError", "FileCheck", "StructureError", "VerifyReport",
+                     "cache_dir", "fetch", "file_path", "sha256sum", "verify"], _DOWNLOAD),
+    **dict.fromkeys(["TaggedSentence", "load_multi30k", "load_ner", "load_sentiment", "load_spa_eng",
+                     "load_tinyshakespeare", "load_wikitext2_subset", "repair_cp1252"], _LOADERS),
+    **dict.fromkeys(["Dataset", "RemoteFile", "get", "names"], _REGISTRY),
+    "check_flickr8k": f"{__name__}.flickr8k",
+    # the chapters' own data, re-exported (Chapters 3, 5 and 6 import from the floor above, never the reverse)
+    **dict.fromkeys(["prepare_ner", "prepare_sentiment", "sentiment_words"], _CH3),
+    **dict.fromkeys(["ParallelArrays", "SubwordTokenizer", "TranslationData", "encode_pairs", "translation_pairs"],
+                    _CH5),
+    **dict.fromkeys(["Flickr8kSplit", "load_flickr8k"], _CH6),
+}
+__all__ = sorted([*_NAMES, "synthetic"])
+__getattr__, __dir__ = lazy(__name__, _NAMES)

@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import overload
 
-from ..errors import CourseError, EnvError
-from .registry import Dataset, RemoteFile, get, names
+from attention_course.core.errors import ChecksumError, CourseError, DataUnavailableError, EnvError, StructureError  # noqa: F401  (re-exported)
+from attention_course.data.registry import Dataset, RemoteFile, get, names
 
 __all__ = [
     "ENV_VAR",
@@ -64,23 +64,10 @@ _CHUNK = 1 << 20
 _TIMEOUT_S = 60  # the longest wait for a connection or for the next bytes
 
 
-class ChecksumError(CourseError):
-    """A data file whose sha256 is not the one recorded in the registry."""
-
-
-class DataUnavailableError(CourseError):
-    """A data file that is not in the cache and could not be downloaded."""
-
-
-class StructureError(ChecksumError):
-    """A dataset verified by structure (no sha256 known) whose files are incomplete or malformed: a missing file or
-    image, a malformed line, a count that is not the expected one. The message names the problem."""
-
-
 def cache_dir() -> Path:
     """Root of the data cache: ``$COURSE_DATA_DIR`` if set, else pooch's user cache ``attention-course``.
 
-    Raises :class:`~attention_course.errors.EnvError` when ``COURSE_DATA_DIR`` names something that is not a
+    Raises :class:`~attention_course.core.errors.EnvError` when ``COURSE_DATA_DIR`` names something that is not a
     folder (a file, say); a folder that does not exist yet is fine (downloads create it)."""
     env = os.environ.get(ENV_VAR)
     if env:
@@ -137,7 +124,7 @@ def sha256sum(path: str | os.PathLike[str]) -> str:
 # --------------------------------------------------------------------------------------------------
 def _manual_hint(ds: Dataset, rf: RemoteFile, path: Path) -> str:
     if rf.verify == "structure":
-        return _structure_hint(ds, path.parent)
+        return structure_hint(ds, path.parent)
     member = f" (inside the .zip it is {rf.archive_member!r}; extract it)" if rf.archive_member else ""
     return (
         f"To fix it by hand, put the file {rf.filename!r}{member} at exactly\n"
@@ -148,7 +135,7 @@ def _manual_hint(ds: Dataset, rf: RemoteFile, path: Path) -> str:
     )
 
 
-def _structure_hint(ds: Dataset, folder: Path) -> str:
+def structure_hint(ds: Dataset, folder: Path) -> str:
     urls = dict.fromkeys(u for rf in ds.files.values() for u in rf.urls)
     entries = ", ".join(f"{fn}/" if (rf.archive_member or "").endswith("/") else fn for fn, rf in ds.files.items())
     return (
@@ -496,7 +483,7 @@ def _check_structure(ds: Dataset, paths: dict[str, Path], folder: Path, what: st
         ds.structure(paths)
     except StructureError as exc:
         raise StructureError(f"The copy of dataset {ds.name!r} in {folder} is incomplete or not the expected "
-                             f"version: {exc}\n{what}\n" + _structure_hint(ds, folder)) from None
+                             f"version: {exc}\n{what}\n" + structure_hint(ds, folder)) from None
 
 
 def _ensure_structured(ds: Dataset, root: Path, session: _Session) -> dict[str, Path]:
@@ -549,7 +536,7 @@ def _download_structured(ds: Dataset, missing: list[RemoteFile], folder: Path, f
                 tried = "\n".join(f"  - {f}" for f in failures) or "  (it has no download address)"
                 raise DataUnavailableError(
                     f"Could not download {rf.filename!r} of dataset {ds.name!r} (no network, the host is down or too "
-                    f"slow); nothing was kept. Tried:\n{tried}\n" + _structure_hint(ds, folder))
+                    f"slow); nothing was kept. Tried:\n{tried}\n" + structure_hint(ds, folder))
         _check_structure(ds, {**final, **staged}, folder,
                          "The download was not kept (the files already there were left as they are).")
         for fn, path in staged.items():

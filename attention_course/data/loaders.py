@@ -26,8 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..errors import ConfigError
-from .download import fetch
+from attention_course.core.errors import ConfigError
+from attention_course.data.download import fetch
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

@@ -18,7 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ConfigError
+from attention_course.core.errors import ConfigError
+from attention_course.data.flickr8k import check_flickr8k
 
 __all__ = ["Dataset", "RemoteFile", "StructureCheck", "get", "names", "register"]
 
@@ -425,12 +426,6 @@ _F8K_FILES = {
 }
 
 
-def _flickr8k_structure(paths: Mapping[str, Path]) -> object:
-    from .flickr8k import check_flickr8k  # imported when used: that module needs the downloader
-
-    return check_flickr8k(paths)
-
-
 register(
     Dataset(
         name="flickr8k",
@@ -466,6 +461,6 @@ register(
             "6,000 training, 1,000 validation and 1,000 test images."
         ),
         homepage="https://hockenmaier.cs.illinois.edu/8k-pictures.html",
-        structure=_flickr8k_structure,
+        structure=check_flickr8k,
     )
 )

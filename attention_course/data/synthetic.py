@@ -1,6 +1,6 @@
 """Seeded synthetic tasks, generated rather than downloaded.
 
-Token ids follow :mod:`attention_course.text`: 0 pad, 1 unk, 2 bos, 3 eos, then the symbols from
+Token ids follow :mod:`attention_course.core.text`: 0 pad, 1 unk, 2 bos, 3 eos, then the symbols from
 ``FIRST_SYMBOL`` on. Every generator takes a ``seed`` and returns NumPy arrays (framework-neutral).
 """
 
@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import validate
-from ..errors import ConfigError
-from ..text import BOS, EOS, PAD, UNK  # noqa: F401  (synthetic.PAD … are part of its API)
+from attention_course.core import validate
+from attention_course.core.errors import ConfigError
+from attention_course.core.text import BOS, EOS, PAD, UNK  # noqa: F401  (synthetic.PAD … are part of its API)
 
 FIRST_SYMBOL = 4
 

@@ -1,42 +1,33 @@
-"""Keras 3 (TensorFlow backend) versions of the course's layers and models (same names and signatures as
-``ac.torch``)."""
+"""Keras 3 (TensorFlow backend) versions of the course's layers and models, every chapter's, in one place
+(``ac.keras``), with the same names and signatures as ``ac.torch``. Each chapter's are in its folder
+(``attention_course/chNN_*/keras.py``); the training loop is :mod:`attention_course.core.keras.train`."""
 
-from .._quiet import import_keras
+from __future__ import annotations
+
+from attention_course.core.quiet import import_keras
 
 import_keras()
 
-from . import cost  # noqa: F401,E402  (timings and counted costs: make bench, Chapters 2 and 4)
-from .bert import *  # noqa: F403, E402  (Chapter 9)
-from .bert import __all__ as _bert_all  # noqa: E402
-from .captioning import *  # noqa: F403, E402  (Chapter 6)
-from .captioning import __all__ as _captioning_all  # noqa: E402
-from .draw import *  # noqa: F403, E402  (Chapter 6: DRAW's reading window)
-from .draw import __all__ as _draw_all  # noqa: E402
-from .explain import *  # noqa: F403, E402  (Chapter 9: is attention an explanation?)
-from .explain import __all__ as _explain_all  # noqa: E402
-from .hard import *  # noqa: F403, E402  (Chapter 2)
-from .hard import __all__ as _hard_all  # noqa: E402
-from .layers import DotProductAttention, masked_softmax  # noqa: E402
-from .models import ManyToMany, ManyToOne, OneToMany, OneToOne, Seq2Seq  # noqa: E402
-from .pointer import *  # noqa: F403, E402  (Chapter 2's experiment)
-from .pointer import __all__ as _pointer_all  # noqa: E402
-from .probes import *  # noqa: F403, E402  (Chapter 7's experiments)
-from .probes import __all__ as _probes_all  # noqa: E402
-from .recurrent import *  # noqa: F403, E402  (Chapter 3)
-from .recurrent import __all__ as _recurrent_all  # noqa: E402
-from .scores import *  # noqa: F403, E402  (Chapter 4)
-from .scores import __all__ as _scores_all  # noqa: E402
-from .self_attention import *  # noqa: F403, E402  (Chapter 7)
-from .self_attention import __all__ as _self_attention_all  # noqa: E402
-from .train import accuracy, device, evaluate_loss, fit, predict  # noqa: E402
-from .transformer import *  # noqa: F403, E402  (Chapter 8)
-from .transformer import __all__ as _transformer_all  # noqa: E402
-from .translation import *  # noqa: F403, E402  (Chapter 5)
-from .translation import __all__ as _translation_all  # noqa: E402
+from attention_course.bench import keras_cost as cost  # noqa: F401, E402  (timings and counted costs: make bench)
+from attention_course.ch01_sequence_models.keras import *  # noqa: F403, E402  (Chapter 1)
+from attention_course.ch01_sequence_models.keras import __all__ as _ch01  # noqa: E402
+from attention_course.ch02_soft_hard_attention.keras import *  # noqa: F403, E402  (Chapter 2)
+from attention_course.ch02_soft_hard_attention.keras import __all__ as _ch02  # noqa: E402
+from attention_course.ch03_timestep_feature_attention.keras import *  # noqa: F403, E402  (Chapter 3)
+from attention_course.ch03_timestep_feature_attention.keras import __all__ as _ch03  # noqa: E402
+from attention_course.ch04_score_functions.keras import *  # noqa: F403, E402  (Chapter 4)
+from attention_course.ch04_score_functions.keras import __all__ as _ch04  # noqa: E402
+from attention_course.ch05_neural_machine_translation.keras import *  # noqa: F403, E402  (Chapter 5)
+from attention_course.ch05_neural_machine_translation.keras import __all__ as _ch05  # noqa: E402
+from attention_course.ch06_image_captioning.keras import *  # noqa: F403, E402  (Chapter 6)
+from attention_course.ch06_image_captioning.keras import __all__ as _ch06  # noqa: E402
+from attention_course.ch07_self_attention.keras import *  # noqa: F403, E402  (Chapter 7)
+from attention_course.ch07_self_attention.keras import __all__ as _ch07  # noqa: E402
+from attention_course.ch08_transformer.keras import *  # noqa: F403, E402  (Chapter 8)
+from attention_course.ch08_transformer.keras import __all__ as _ch08  # noqa: E402
+from attention_course.ch09_bert.keras import *  # noqa: F403, E402  (Chapter 9)
+from attention_course.ch09_bert.keras import __all__ as _ch09  # noqa: E402
+from attention_course.core.keras.train import accuracy, device, evaluate_loss, fit, predict  # noqa: E402
 
-__all__ = [
-    "DotProductAttention", "masked_softmax", "OneToOne", "OneToMany", "ManyToOne", "ManyToMany", "Seq2Seq",
-    "fit", "predict", "accuracy", "device", "evaluate_loss",
-    *_hard_all, *_pointer_all, *_recurrent_all, *_scores_all, *_translation_all, *_captioning_all, *_draw_all,
-    *_self_attention_all, *_probes_all, *_transformer_all, *_bert_all, *_explain_all,
-]
+__all__ = ["fit", "predict", "accuracy", "device", "evaluate_loss",
+           *_ch01, *_ch02, *_ch03, *_ch04, *_ch05, *_ch06, *_ch07, *_ch08, *_ch09]

@@ -1,37 +1,29 @@
-"""PyTorch versions of the course's layers and models (same names and signatures as ``ac.keras``)."""
+"""PyTorch versions of the course's layers and models, every chapter's, in one place (``ac.torch``),
+with the same names and signatures as ``ac.keras``. Each chapter's are in its folder
+(``attention_course/chNN_*/torch.py``); the training loop is :mod:`attention_course.core.torch.train`."""
 
-from . import cost  # noqa: F401  (timings and counted costs: make bench, Chapters 2 and 4)
-from .bert import *  # noqa: F403  (Chapter 9)
-from .bert import __all__ as _bert_all
-from .captioning import *  # noqa: F403  (Chapter 6)
-from .captioning import __all__ as _captioning_all
-from .draw import *  # noqa: F403  (Chapter 6: DRAW's reading window)
-from .draw import __all__ as _draw_all
-from .explain import *  # noqa: F403  (Chapter 9: is attention an explanation?)
-from .explain import __all__ as _explain_all
-from .hard import *  # noqa: F403  (Chapter 2)
-from .hard import __all__ as _hard_all
-from .layers import DotProductAttention, masked_softmax
-from .models import ManyToMany, ManyToOne, OneToMany, OneToOne, Seq2Seq
-from .pointer import *  # noqa: F403  (Chapter 2's experiment)
-from .pointer import __all__ as _pointer_all
-from .probes import *  # noqa: F403  (Chapter 7's experiments)
-from .probes import __all__ as _probes_all
-from .recurrent import *  # noqa: F403  (Chapter 3)
-from .recurrent import __all__ as _recurrent_all
-from .scores import *  # noqa: F403  (Chapter 4)
-from .scores import __all__ as _scores_all
-from .self_attention import *  # noqa: F403  (Chapter 7)
-from .self_attention import __all__ as _self_attention_all
-from .train import accuracy, device, evaluate_loss, fit, predict
-from .transformer import *  # noqa: F403  (Chapter 8)
-from .transformer import __all__ as _transformer_all
-from .translation import *  # noqa: F403  (Chapter 5)
-from .translation import __all__ as _translation_all
+from __future__ import annotations
 
-__all__ = [
-    "DotProductAttention", "masked_softmax", "OneToOne", "OneToMany", "ManyToOne", "ManyToMany", "Seq2Seq",
-    "fit", "predict", "accuracy", "device", "evaluate_loss",
-    *_hard_all, *_pointer_all, *_recurrent_all, *_scores_all, *_translation_all, *_captioning_all, *_draw_all,
-    *_self_attention_all, *_probes_all, *_transformer_all, *_bert_all, *_explain_all,
-]
+from attention_course.bench import torch_cost as cost  # noqa: F401  (timings and counted costs: make bench)
+from attention_course.ch01_sequence_models.torch import *  # noqa: F403  (Chapter 1)
+from attention_course.ch01_sequence_models.torch import __all__ as _ch01
+from attention_course.ch02_soft_hard_attention.torch import *  # noqa: F403  (Chapter 2)
+from attention_course.ch02_soft_hard_attention.torch import __all__ as _ch02
+from attention_course.ch03_timestep_feature_attention.torch import *  # noqa: F403  (Chapter 3)
+from attention_course.ch03_timestep_feature_attention.torch import __all__ as _ch03
+from attention_course.ch04_score_functions.torch import *  # noqa: F403  (Chapter 4)
+from attention_course.ch04_score_functions.torch import __all__ as _ch04
+from attention_course.ch05_neural_machine_translation.torch import *  # noqa: F403  (Chapter 5)
+from attention_course.ch05_neural_machine_translation.torch import __all__ as _ch05
+from attention_course.ch06_image_captioning.torch import *  # noqa: F403  (Chapter 6)
+from attention_course.ch06_image_captioning.torch import __all__ as _ch06
+from attention_course.ch07_self_attention.torch import *  # noqa: F403  (Chapter 7)
+from attention_course.ch07_self_attention.torch import __all__ as _ch07
+from attention_course.ch08_transformer.torch import *  # noqa: F403  (Chapter 8)
+from attention_course.ch08_transformer.torch import __all__ as _ch08
+from attention_course.ch09_bert.torch import *  # noqa: F403  (Chapter 9)
+from attention_course.ch09_bert.torch import __all__ as _ch09
+from attention_course.core.torch.train import accuracy, device, evaluate_loss, fit, predict
+
+__all__ = ["fit", "predict", "accuracy", "device", "evaluate_loss",
+           *_ch01, *_ch02, *_ch03, *_ch04, *_ch05, *_ch06, *_ch07, *_ch08, *_ch09]

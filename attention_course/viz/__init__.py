@@ -1,21 +1,26 @@
 """Altair charts that stay interactive in the static book (tooltips, selections, dropdowns, sliders).
 
 Every chart takes a ``description``: it becomes the chart's alt text (``aria-label``) in the book.
-One module per family of charts; all are importable from here.
+The general charts are in this package; each chapter's own are in its folder (``charts.py``); all are
+importable from here, each module imported when one of its charts is first used.
 """
 
-from .charts import attention_heatmap, lines
-from .heads import head_grid, head_view
-from .images import caption_attention, draw_window, glimpse_paths, image_row
-from .playground import attention_playground
-from .renderer import enable_renderer
-from .sampling import *  # noqa: F403  (Chapter 2: distributions over training, samples, windows)
-from .sampling import __all__ as _sampling_all
-from .scores import *  # noqa: F403  (Chapter 4: score statistics)
-from .scores import __all__ as _scores_all
-from .text import *  # noqa: F403  (Chapter 3: token highlight)
-from .text import __all__ as _text_all
+from __future__ import annotations
 
-__all__ = ["enable_renderer", "attention_heatmap", "lines", "attention_playground", "caption_attention",
-           "draw_window", "glimpse_paths", "image_row", "head_view", "head_grid", *_sampling_all, *_scores_all,
-           *_text_all]
+from attention_course.core.facade import lazy
+
+_CH = "attention_course.ch{:02d}_{}.charts".format
+_NAMES = {
+    "enable_renderer": f"{__name__}.renderer",
+    **dict.fromkeys(["attention_heatmap", "lines"], f"{__name__}.charts"),
+    "attention_playground": _CH(1, "sequence_models"),
+    **dict.fromkeys(["distribution_over_training", "gumbel_samples", "local_window", "timing"],
+                    _CH(2, "soft_hard_attention")),
+    **dict.fromkeys(["token_layout", "token_highlight", "score_dots", "seed_spread"],
+                    _CH(3, "timestep_feature_attention")),
+    **dict.fromkeys(["scaling_chart", "cost_chart", "score_comparison"], _CH(4, "score_functions")),
+    **dict.fromkeys(["caption_attention", "draw_window", "glimpse_paths", "image_row"], _CH(6, "image_captioning")),
+    **dict.fromkeys(["head_view", "head_grid"], _CH(9, "bert")),
+}
+__all__ = sorted(_NAMES)
+__getattr__, __dir__ = lazy(__name__, _NAMES)

@@ -29,8 +29,10 @@ def to_input(fw, array):
     """A NumPy array as the framework's own tensor (float32 unless integer)."""
     import numpy as np
 
+    from attention_course.core.backend import backend
+
     array = np.asarray(array)
-    if fw is None or fw.__name__.endswith(".keras"):
+    if fw is None or not backend(fw).is_torch:
         return array
     import torch
 

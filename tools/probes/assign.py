@@ -1,4 +1,4 @@
-"""Bad input to the instructor export ``course-assign`` (:mod:`attention_course.assign`).
+"""Bad input to the instructor export ``course-assign`` (:mod:`attention_course.notebook.assign`).
 
 Every probe builds a small repository (two chapters, an intro, a README) in a temporary folder and checks, before
 letting the course's error escape, that nothing was lost or half-written.
@@ -39,7 +39,7 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 
 def expect_unchanged(folder: Path, run, needle: str):
     """``run()`` must raise AssignError whose message holds ``needle``, and leave ``folder`` as it was."""
-    from attention_course.assign import AssignError
+    from attention_course.notebook.assign import AssignError
 
     before = snapshot(folder)
     try:
@@ -54,7 +54,7 @@ def expect_unchanged(folder: Path, run, needle: str):
 
 def marker_typo(fw):
     """``### END SOLUTON``: the previous export stays as it was, nothing half-written."""
-    from attention_course import assign
+    from attention_course.notebook import assign
 
     with repo() as (root, tmp):
         assign.export("all", tmp / "out", repo_root=root)
@@ -66,7 +66,7 @@ def marker_typo(fw):
 
 def out_is_repo_root(fw):
     """``--out .`` (the repository root) with --force: refused, the README stays."""
-    from attention_course import assign
+    from attention_course.notebook import assign
 
     with repo() as (root, tmp):
         expect_unchanged(tmp, lambda: assign.export([1], root, repo_root=root, force=True), "repository root")
@@ -74,7 +74,7 @@ def out_is_repo_root(fw):
 
 def out_inside_chapter(fw):
     """``--out book/01-alpha/assignments``: refused (it used to copy the chapter into itself)."""
-    from attention_course import assign
+    from attention_course.notebook import assign
 
     with repo() as (root, tmp):
         out = root / "book" / "01-alpha" / "assignments"
@@ -82,7 +82,7 @@ def out_inside_chapter(fw):
 
 
 def out_not_empty(fw):
-    from attention_course import assign
+    from attention_course.notebook import assign
 
     with repo() as (root, tmp):
         (tmp / "mine").mkdir()
@@ -91,7 +91,7 @@ def out_not_empty(fw):
 
 
 def force_on_a_foreign_folder(fw):
-    from attention_course import assign
+    from attention_course.notebook import assign
 
     with repo() as (root, tmp):
         (tmp / "mine").mkdir()
@@ -101,7 +101,7 @@ def force_on_a_foreign_folder(fw):
 
 
 def out_is_a_file(fw):
-    from attention_course import assign
+    from attention_course.notebook import assign
 
     with repo() as (root, tmp):
         (tmp / "file").write_text("x")
@@ -109,7 +109,7 @@ def out_is_a_file(fw):
 
 
 def unreadable_notebook(fw):
-    from attention_course import assign
+    from attention_course.notebook import assign
 
     with repo() as (root, tmp):
         (root / "book" / "01-alpha" / "alpha.ipynb").write_text("{ not json")
@@ -117,26 +117,26 @@ def unreadable_notebook(fw):
 
 
 def backwards_range(fw):
-    from attention_course import assign
+    from attention_course.notebook import assign
 
     assign.parse_chapters("3-1")
 
 
 def bad_chapter_spec(fw):
-    from attention_course import assign
+    from attention_course.notebook import assign
 
     assign.parse_chapters("one")
 
 
 def no_chapters(fw):
-    from attention_course import assign
+    from attention_course.notebook import assign
 
     with repo() as (root, tmp):
         expect_unchanged(tmp, lambda: assign.export([], tmp / "out", repo_root=root), "no chapters chosen")
 
 
 def unknown_chapter(fw):
-    from attention_course import assign
+    from attention_course.notebook import assign
 
     with repo() as (root, tmp):
         expect_unchanged(tmp, lambda: assign.export([7], tmp / "out", repo_root=root), "available: [1, 2]")
@@ -144,7 +144,7 @@ def unknown_chapter(fw):
 
 def cli_out_dot(fw):
     """``course-assign --out .`` from the repository: exit status 2 and a one-line error, README intact."""
-    from attention_course import assign
+    from attention_course.notebook import assign
 
     with repo() as (root, tmp):
         before = snapshot(tmp)
@@ -158,7 +158,7 @@ def cli_out_dot(fw):
 def repeated_export_with_force(fw):
     """``make assignment`` twice (with --force): the second run replaces the first export, which is moved aside
     with the instructor's own files in it, every byte."""
-    from attention_course import assign
+    from attention_course.notebook import assign
 
     with repo() as (root, tmp):
         assign.export([1], tmp / "out", repo_root=root)
@@ -172,7 +172,7 @@ def repeated_export_with_force(fw):
 def _student_source(source: str, cell_type: str = "code") -> str:
     import nbformat
 
-    from attention_course import assign
+    from attention_course.notebook import assign
 
     make = {"code": nbformat.v4.new_code_cell, "markdown": nbformat.v4.new_markdown_cell,
             "raw": nbformat.v4.new_raw_cell}[cell_type]

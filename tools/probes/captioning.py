@@ -1,7 +1,8 @@
-"""Bad input to Chapter 6's public API: the digit scenes (``attention_course.data.scenes``), the captioners
-(``Captioner``, ``SceneEncoder``, ``VisualAttention``, ``train_captioner``), DRAW's reading window (``DrawRead``),
-the glimpse classifier (``cluttered_digits``, ``GlimpseClassifier``, ``train_glimpses``, ``chapter6.window_mass``
-and ``glimpse_correctness``) and the captioning metrics (BLEU with several references, attention correctness).
+"""Bad input to Chapter 6's public API: the digit scenes (``attention_course.ch06_image_captioning.scenes``), the
+captioners (``Captioner``, ``SceneEncoder``, ``VisualAttention``, ``train_captioner``), DRAW's reading window
+(``DrawRead``), the glimpse classifier (``cluttered_digits``, ``GlimpseClassifier``, ``train_glimpses``,
+``chapter6.window_mass`` and ``glimpse_correctness``) and the captioning metrics (BLEU with several references,
+attention correctness).
 
 Counts and sizes that are not whole numbers or cannot fit, images of the wrong shape or dtype, caption ids outside
 the vocabulary, noise and ``expect`` of the wrong shape, training captions with no words (a NaN loss), window
@@ -155,7 +156,7 @@ def draw_forward(h_shape=(B, 8), images_=None):
 
 def scenes(*args, **kwargs):
     def run(fw):
-        from attention_course.data import scenes as sc
+        from attention_course.ch06_image_captioning import scenes as sc
 
         return sc.digit_scenes(*args, **kwargs)
     return run
@@ -163,14 +164,14 @@ def scenes(*args, **kwargs):
 
 def scenes_three_large_on_the_smallest_canvas(fw):
     """Three large digits on the smallest canvas allowed fit (in a corner each): found, not an endless search."""
-    from attention_course.data import scenes as sc
+    from attention_course.ch06_image_captioning import scenes as sc
 
     found = sc.digit_scenes(3, canvas=34, counts=(3,), small=0.0, seed=1)
     assert all(len(o) == 3 for o in found.objects) and found.images.shape == (3, 34, 34, 3)
 
 
 def scenes_numpy_counts(fw):
-    from attention_course.data import scenes as sc
+    from attention_course.ch06_image_captioning import scenes as sc
 
     got = sc.digit_scenes(np.int64(2), canvas=np.int64(48), counts=[2], small=np.float32(0.5), seed=np.int64(3))
     ref = sc.digit_scenes(2, canvas=48, counts=(2,), small=0.5, seed=3)
@@ -178,7 +179,7 @@ def scenes_numpy_counts(fw):
 
 
 def scene_caption_one(fw):
-    from attention_course.data import scenes as sc
+    from attention_course.ch06_image_captioning import scenes as sc
 
     sc.scene_caption([sc.DigitObject(3, None, True, (0, 0, 8, 8))])
 
@@ -187,7 +188,7 @@ def scene_caption_one(fw):
 
 def metric(name, *args, **kwargs):
     def run(fw):
-        from attention_course import captioning_metrics as cm
+        from attention_course.ch06_image_captioning import metrics as cm
 
         return getattr(cm, name)(*args, **kwargs)
     return run
@@ -200,7 +201,7 @@ REFS = [["a red three above a seven", "a seven below a red three"], ["a two left
 
 
 def correctness_works(fw):
-    from attention_course import captioning_metrics as cm
+    from attention_course.ch06_image_captioning import metrics as cm
 
     assert cm.attention_correctness(ONE_CELL, BOX, CANVAS) == 1.0
     assert cm.attention_correctness(np.zeros((6, 6)), BOX, CANVAS) == 0.0          # no attention (Show and Tell)
@@ -209,20 +210,20 @@ def correctness_works(fw):
 
 
 def caption_bleu_works(fw):
-    from attention_course import captioning_metrics as cm
+    from attention_course.ch06_image_captioning import metrics as cm
 
     assert abs(cm.caption_bleu(["a seven below a red three", "a two left of a nine"], REFS) - 100) < 1e-9
 
 
 def canvases(n=4, seed=0):
-    from attention_course.data.scenes import cluttered_digits
+    from attention_course.ch06_image_captioning.scenes import cluttered_digits
 
     return cluttered_digits(n, seed=seed)
 
 
 def cluttered_with(**kwargs):
     def run(fw):
-        from attention_course.data.scenes import cluttered_digits
+        from attention_course.ch06_image_captioning.scenes import cluttered_digits
 
         return cluttered_digits(**kwargs)
     return run
@@ -254,7 +255,7 @@ def glimpses_of_numpy_and_tensors(fw):
 
 def window_mass_of(window, n=4, shape=(16, 16)):
     def run(fw):
-        from attention_course.experiments import chapter6 as c6
+        from attention_course.ch06_image_captioning import experiment as c6
 
         return c6.window_mass(window, shape, n)
     return run
@@ -263,8 +264,8 @@ def window_mass_of(window, n=4, shape=(16, 16)):
 def window_mass_works(fw):
     """A window far off the canvas reads nothing (DrawRead's glimpse is zeros): a map of zeros, none of it in any
     box; one half off the canvas spreads its weight over the pixels its filters still reach."""
-    from attention_course import captioning_metrics as cm
-    from attention_course.experiments import chapter6 as c6
+    from attention_course.ch06_image_captioning import experiment as c6
+    from attention_course.ch06_image_captioning import metrics as cm
 
     off = c6.window_mass((500.0, -300.0, 1.0, 1.0), (16, 16), 4)
     assert not off.any() and cm.attention_correctness(off, (0, 0, 16, 16), (16, 16)) == 0.0
@@ -274,7 +275,7 @@ def window_mass_works(fw):
 
 def glimpse_correctness_of(windows):
     def run(fw):
-        from attention_course.experiments import chapter6 as c6
+        from attention_course.ch06_image_captioning import experiment as c6
 
         return c6.glimpse_correctness(windows, canvases(), 4)
     return run

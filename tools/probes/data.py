@@ -90,7 +90,7 @@ def downloadable_file_mismatch(fw):
 
 def data_dir_is_a_file(fw):
     from attention_course import data
-    from attention_course.errors import EnvError
+    from attention_course.core.errors import EnvError
 
     with tempfile.NamedTemporaryFile() as f, env(COURSE_DATA_DIR=f.name):
         def check(err):
@@ -120,7 +120,7 @@ def data_dir_not_writable(fw):
 
 def bad_download_timeout(fw):
     from attention_course import data
-    from attention_course.errors import EnvError
+    from attention_course.core.errors import EnvError
 
     with cache() as root, env(COURSE_DOWNLOAD_TIMEOUT="abc"):
         def check(err):
@@ -221,8 +221,9 @@ def bad_torch_threads(fw):
     """COURSE_TORCH_THREADS=abc: ``ac.setup`` names the variable (read on CPU-only machines)."""
     import torch
 
-    from attention_course import frameworks, scale, setup
-    from attention_course.errors import EnvError
+    from attention_course import setup
+    from attention_course.core.errors import EnvError
+    from attention_course.notebook import frameworks, profile
 
     def check(err):
         assert "COURSE_TORCH_THREADS must be a positive integer" in str(err) and "'abc'" in str(err), str(err)
@@ -233,7 +234,7 @@ def bad_torch_threads(fw):
         with env(COURSE_TORCH_THREADS="abc"):
             expect(EnvError, lambda: setup(frameworks="pytorch", banner=False), check)
     finally:
-        scale.use(None)
+        profile.use(None)
         frameworks.use(None)
 
 

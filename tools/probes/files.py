@@ -42,7 +42,7 @@ def _small_bert():
 
 def write_bert_over_files(fw):
     """``write_bert(folder)`` where the learner keeps notes and a script: both survive, moved aside together."""
-    from attention_course import pretrained
+    from attention_course.ch09_bert import pretrained
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "model"
@@ -55,7 +55,7 @@ def write_bert_over_files(fw):
 
 def write_bert_into_the_current_folder(fw):
     """``write_bert('.')``: refused; the current folder keeps every file."""
-    from attention_course import pretrained
+    from attention_course.ch09_bert import pretrained
 
     with tempfile.TemporaryDirectory() as tmp:
         here = os.getcwd()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from attention_course.core.backend import backend
+
 from . import Probe, to_input, to_numpy
 
 B, TQ, TK, D, DV = 2, 3, 5, 4, 3
@@ -33,7 +35,7 @@ def ids(vocab, shape, seed=0):
 
 
 def is_torch(fw):
-    return fw.__name__.endswith(".torch")
+    return backend(fw).is_torch
 
 
 def call(fw, layer, *args, **kwargs):
@@ -373,7 +375,7 @@ def reinforce_no_draws(fw):
 
 def metric(name, pred, target, **kwargs):
     def run(fw):
-        from attention_course import metrics
+        from attention_course.core import metrics
 
         getattr(metrics, name)(np.asarray(pred), np.asarray(target), **kwargs)
     return run

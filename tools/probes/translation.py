@@ -1,5 +1,5 @@
 """Bad input to Chapter 5's public API: the translators (``Translator``, ``SlidesTranslator``, ``OneStepAttention``,
-the encoder and decoders), greedy and beam search (``attention_course.decode``), the translation metrics, the
+the encoder and decoders), greedy and beam search (``attention_course.core.decode``), the translation metrics, the
 aligned-pair task and the translation data (pairs, the subword tokenizer, ``encode_pairs``).
 
 Masks that are not bool or 0/1, or not right-padded (the PyTorch encoder packs the first ``length`` positions of
@@ -162,7 +162,7 @@ class NaNDecoder:
 
 def search(kind="greedy", src=None, mask=None, **kwargs):
     def run(fw):
-        from attention_course import decode
+        from attention_course.core import decode
 
         s, m, _ = batch()
         s, m = (f(x) if f is not None else x for f, x in ((src, s), (mask, m)))
@@ -174,7 +174,7 @@ def search(kind="greedy", src=None, mask=None, **kwargs):
 
 
 def beam_integer_width_works(fw):
-    from attention_course import decode
+    from attention_course.core import decode
 
     s, m, _ = batch()
     model = translator(fw)
@@ -186,7 +186,7 @@ def beam_integer_width_works(fw):
 
 def search_nan(kind):
     def run(fw):
-        from attention_course import decode
+        from attention_course.core import decode
 
         s, m, _ = batch()
         if kind == "greedy":
@@ -197,7 +197,7 @@ def search_nan(kind):
 
 def beam_step_with(beam=2, log_probs=None, scores=None, finished=None):
     def run(fw):
-        from attention_course import decode
+        from attention_course.core import decode
 
         rng = np.random.default_rng(0)
         lp = np.log(rng.dirichlet(np.ones(5), size=(2, 2)))            # (B, K, V) = (2, 2, 5)
@@ -209,7 +209,7 @@ def beam_step_with(beam=2, log_probs=None, scores=None, finished=None):
 
 
 def beam_step_works(fw):
-    from attention_course import decode
+    from attention_course.core import decode
 
     lp = np.log(np.array([[[0.1, 0.2, 0.7], [0.3, 0.3, 0.4]]]))       # (1, 2, 3)
     scores, parent, token = decode.beam_step(lp, np.array([[0.0, -np.inf]]), np.zeros((1, 2), bool), 2)
@@ -225,14 +225,14 @@ REFS = ["the cat sat on the mat", "the dog runs"]
 
 def metric(name, *args, **kwargs):
     def run(fw):
-        from attention_course import translation_metrics as tm
+        from attention_course.ch05_neural_machine_translation import metrics as tm
 
         return getattr(tm, name)(*args, **kwargs)
     return run
 
 
 def bleu_by_length_works(fw):
-    from attention_course import translation_metrics as tm
+    from attention_course.ch05_neural_machine_translation import metrics as tm
 
     df = tm.bleu_by_length(HYPS, REFS, [6, 3], [1, 5])
     assert list(df.bucket) == ["1-4", "5+"] and list(df.n) == [1, 1], df
@@ -240,14 +240,14 @@ def bleu_by_length_works(fw):
 
 
 def aer_works(fw):
-    from attention_course import translation_metrics as tm
+    from attention_course.ch05_neural_machine_translation import metrics as tm
 
     got = tm.alignment_error_rate([[(0, 0), (1, 1)], {(0, 1)}], [{(0, 0), (1, 1)}, {(1, 0)}])
     assert abs(got - (1 - 2 * 2 / 6)) < 1e-12, got
 
 
 def coverage_works(fw):
-    from attention_course import translation_metrics as tm
+    from attention_course.ch05_neural_machine_translation import metrics as tm
 
     w = np.array([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 1.0, 0.0]]])     # (1, T=3, S=3)
     got = tm.coverage_counts(w, np.array([[True, True, False]]))
@@ -267,7 +267,7 @@ def aligned(**kwargs):
 
 def pairs(**kwargs):
     def run(fw):
-        from attention_course.data import translation
+        from attention_course.ch05_neural_machine_translation import data as translation
 
         return translation.translation_pairs(**kwargs)
     return run
@@ -275,7 +275,7 @@ def pairs(**kwargs):
 
 def no_train_pairs(fw):
     """n_train=0 asks for the held-out splits only: an empty train split, the others full."""
-    from attention_course.data import translation
+    from attention_course.ch05_neural_machine_translation import data as translation
 
     offline = ROOT.parent / "shared" / "data"            # the tests' offline copies, when this machine has them
     with env(COURSE_DATA_DIR=os.environ.get("COURSE_DATA_DIR") or (str(offline) if offline.is_dir() else None)):
@@ -289,7 +289,7 @@ _TOKENIZERS: dict = {}
 def tokenizers():
     """Two small tokenizers, trained in memory once."""
     if not _TOKENIZERS:
-        from attention_course.data.translation import SubwordTokenizer
+        from attention_course.ch05_neural_machine_translation.data import SubwordTokenizer
 
         text = ["the cat sat on the mat", "a dog runs in the park", "el gato", "un perro corre"] * 5
         _TOKENIZERS["tok"] = SubwordTokenizer.train(text, 40)
@@ -298,7 +298,7 @@ def tokenizers():
 
 def encode(pairs_, **kwargs):
     def run(fw):
-        from attention_course.data import translation
+        from attention_course.ch05_neural_machine_translation import data as translation
 
         src_tok, tgt_tok = tokenizers()
         return translation.encode_pairs(pairs_, src_tok, tgt_tok, **{"max_src": 12, "max_tgt": 12, **kwargs})
@@ -307,7 +307,7 @@ def encode(pairs_, **kwargs):
 
 def encode_no_pairs(fw):
     """No pairs: arrays with no rows, of the asked widths."""
-    from attention_course.data import translation
+    from attention_course.ch05_neural_machine_translation import data as translation
 
     src_tok, tgt_tok = tokenizers()
     arrays, kept = translation.encode_pairs([], src_tok, tgt_tok, max_src=7, max_tgt=5)
@@ -323,14 +323,14 @@ def tokenizer(method, *args):
 
 def tokenizer_train(texts, vocab_size=40, **kwargs):
     def run(fw):
-        from attention_course.data.translation import SubwordTokenizer
+        from attention_course.ch05_neural_machine_translation.data import SubwordTokenizer
 
         return SubwordTokenizer.train(texts, vocab_size, **kwargs)
     return run
 
 
 def tokenizer_load_missing(fw):
-    from attention_course.data.translation import SubwordTokenizer
+    from attention_course.ch05_neural_machine_translation.data import SubwordTokenizer
 
     SubwordTokenizer.load("/nonexistent/tokenizer.json")
 

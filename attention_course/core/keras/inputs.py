@@ -1,0 +1,163 @@
+"""How the course's Keras layers take their inputs (the twin of ``attention_course.core.torch.inputs``).
+
+The rule, the same in both frameworks: every layer, model and function takes the framework's own tensors or
+NumPy arrays. NumPy arrays become tensors at the entry; the float inputs of a layer are computed in its dtype,
+float32 (Keras casts float16, bfloat16 and float64 itself; a function such as ``masked_softmax`` keeps the dtype
+it is given, NumPy floats as float32). Queries, keys, values and states must be floats; a mask bool, or numbers
+that are all 0 or 1; token ids integers in [0, vocab). Anything else raises the course's error, naming the
+argument, the rule and the value (the rules and messages live in ``attention_course.core.validate``).
+
+Inside ``tf.function`` (``fit``, ``train_pointer``) the tensors are symbolic: dtypes and shapes are checked
+when the function is traced, and the value checks become graph assertions that fail when it runs;
+``graph_errors()`` turns such a failure back into the course's error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import ops
+
+from attention_course.core import validate
+from attention_course.core.errors import InputError
+from attention_course.core.validate import MASK_RULE
+
+_MARK = "course: "
+
+
+def dtype_name(x) -> str:
+    return keras.backend.standardize_dtype(x.dtype)
+
+
+def symbolic(x) -> bool:
+    """True while tracing a graph (values unknown)."""
+    return isinstance(x, keras.KerasTensor) or not tf.executing_eagerly()
+
+
+def tensor(x, name: str):
+    """``x`` as a tensor: a NumPy array is converted (float arrays as float32), a variable read."""
+    if isinstance(x, np.ndarray):
+        validate.numeric(name, x.dtype, x.shape)
+        return ops.convert_to_tensor(x.astype(np.float32) if x.dtype.kind == "f" else x)
+    if isinstance(x, keras.KerasTensor):
+        return x
+    if not tf.is_tensor(x):
+        raise validate.not_a_tensor(name, x, "TensorFlow")
+    return tf.convert_to_tensor(x)                                   # a variable is read (gradients flow)
+
+
+def floats(x, name: str):
+    """A float tensor."""
+    x = tensor(x, name)
+    validate.floating(name, dtype_name(x), validate.shape_of(x))
+    return x
+
+
+def _require(ok, rule: str) -> None:
+    """In a traced graph: an assertion that fails with ``rule`` when it runs (no-op on Keras' symbolic tensors)."""
+    if not isinstance(ok, keras.KerasTensor):
+        tf.debugging.Assert(ok, [_MARK + rule])
+
+
+def bool_mask(m, name: str = "mask", rule: str = MASK_RULE):
+    """A bool mask from bool or 0/1 values (one reduction checks the values); None stays None. ``rule`` says what
+    the mask means, in the error."""
+    if m is None:
+        return None
+    m = tensor(m, name)
+    validate.mask_dtype(name, dtype_name(m), validate.shape_of(m))
+    if dtype_name(m) == "bool":
+        return m
+    ok = ops.all(ops.logical_or(ops.equal(m, 0), ops.equal(m, 1)))
+    if symbolic(m):
+        _require(ok, f"{name}: {rule}")
+    elif not bool(ok):
+        v = ops.convert_to_numpy(m)
+        raise validate.bad_mask(name, np.unique(v[(v != 0) & (v != 1)])[:4], rule)
+    return ops.not_equal(m, 0)
+
+
+def source_mask(m, src, name: str = "src_mask"):
+    """The mask (B, S) of right-padded sources ``src`` (B, S), the twin of PyTorch's (whose encoder packs the
+    first ``length`` positions of each row): bool or 0/1, the shape of ``src``, at least one row, and right-padded
+    with at least one real token per row (one reduction; a graph assertion while traced). Returns the bool mask."""
+    if m is None:
+        raise validate.missing_mask(name)
+    m = bool_mask(m, name)
+    validate.same_shape(name, validate.shape_of(m), validate.shape_of(src), "src")
+    validate.some_rows("src", validate.shape_of(src))
+    ok = ops.logical_and(ops.all(m[:, 0]), ops.all(ops.logical_or(m[:, :-1], ops.logical_not(m[:, 1:]))))
+    if symbolic(m):
+        _require(ok, f"{name} must be right-padded, with at least one real token in each row")
+    elif not bool(ok):
+        validate.right_padded(name, ops.convert_to_numpy(m))
+    return m
+
+
+def ids(x, name: str, embed, ndim: int = 2, length: int | None = None):
+    """Token ids for the embedding ``embed``: integers in [0, vocab) (one min/max reduction checks them),
+    shaped (batch,) or (batch, T) with 1 <= T (<= ``length``)."""
+    vocab = embed.input_dim
+    x = tensor(x, name)
+    validate.ids(name, dtype_name(x), validate.shape_of(x), vocab)                 # the dtype
+    validate.id_shape(name, validate.shape_of(x), ndim, length)
+    if symbolic(x):
+        _require(ops.logical_and(ops.min(x) >= 0, ops.max(x) < vocab), validate.ids_rule(name, vocab))
+    elif int(np.prod(x.shape)):
+        validate.ids(name, dtype_name(x), validate.shape_of(x), vocab, int(ops.min(x)), int(ops.max(x)))
+    return x
+
+
+def positions(x, ids_shape):
+    """Indices (B, P) of positions in sequences of shape ``ids_shape`` (B, T)."""
+    x = tensor(x, "positions")
+    ids_shape = tuple(ids_shape)
+    validate.token_positions("positions", dtype_name(x), validate.shape_of(x), ids_shape)
+    if symbolic(x):
+        _require(ops.logical_and(ops.min(x) >= 0, ops.max(x) < ids_shape[1]),
+                 f"positions must be indices in [0, {ids_shape[1]}) of ids {ids_shape}")
+    elif int(np.prod(x.shape)):
+        validate.token_positions("positions", dtype_name(x), validate.shape_of(x), ids_shape, int(ops.min(x)),
+                                 int(ops.max(x)))
+    return x
+
+
+def attention(query, key, value, mask=None, same_d: bool = True):
+    """The inputs of an attention layer: float query (B, T_q, d), key (B, T_k, d), value (B, T_k, d_v), the
+    shapes checked, and the mask as bool (or None)."""
+    query, key, value = floats(query, "query"), floats(key, "key"), floats(value, "value")
+    mask = None if mask is None else tensor(mask, "mask")
+    validate.attention_shapes(query, key, value, mask, same_d=same_d)
+    return query, key, value, bool_mask(mask)
+
+
+def pair(query, key):
+    """The inputs of a score function: float query and key (their shapes are the score's to check)."""
+    query = floats(query, "query")
+    return query, floats(key, "key")
+
+
+def hide(value, visible):
+    """Zero the value rows that no query may see: value (B, T_k, d_v), visible bool (B, T_q or 1, T_k) or
+    (B, T_k). A weight of 0 times a NaN or inf there would still give NaN."""
+    if visible is None:
+        return value
+    keep = visible if len(visible.shape) == 2 else ops.any(visible, axis=1)     # (B, T_k)
+    return ops.where(ops.expand_dims(keep, -1), value, ops.zeros_like(value))
+
+
+@contextlib.contextmanager
+def graph_errors():
+    """Turn a failed graph assertion of these checks (inside ``tf.function``) into the course's error."""
+    try:
+        yield
+    except tf.errors.InvalidArgumentError as err:
+        found = re.search(r"assertion failed: \[" + _MARK + r"(.*?)\](?:\s|$)", err.message, re.S)
+        if found is None:
+            raise
+        raise InputError(f"{found.group(1)} (found while running a compiled step)") from None
+

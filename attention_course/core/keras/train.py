@@ -1,0 +1,157 @@
+"""A small training loop for Keras 3 (TensorFlow backend), the twin of ``attention_course.core.torch.train``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import ops
+
+from attention_course.core import checkpoint as checkpoints
+from attention_course.core import validate
+from attention_course.core.keras import inputs as course_inputs
+from attention_course.core.train import History, accuracy_of, batches, progress
+
+
+def device() -> str:
+    """The GPU when TensorFlow sees one, else the CPU (as a TensorFlow device name)."""
+    return "/GPU:0" if tf.config.list_physical_devices("GPU") else "/CPU:0"
+
+
+def _masked_loss_and_hits(y, logits, ignore_index, label_smoothing=0.0):
+    keep = tf.ones_like(y, dtype=tf.bool) if ignore_index is None else tf.not_equal(y, ignore_index)
+    # an ignored target may lie outside [0, classes) (−1, −100): give the loss a valid class, then drop it
+    per_token = keras.losses.sparse_categorical_crossentropy(tf.where(keep, y, tf.zeros_like(y)), logits,
+                                                             from_logits=True)
+    if label_smoothing:                      # as PyTorch: (1 − ε)·(−log p_y) + ε·mean over classes of (−log p_k)
+        uniform = -tf.reduce_mean(tf.nn.log_softmax(logits, axis=-1), axis=-1)
+        per_token = (1.0 - label_smoothing) * per_token + label_smoothing * uniform
+    keep_f = tf.cast(keep, per_token.dtype)
+    loss = tf.reduce_sum(per_token * keep_f) / tf.maximum(tf.reduce_sum(keep_f), 1.0)
+    hits = tf.logical_and(tf.equal(tf.argmax(logits, -1, output_type=y.dtype), y), keep)
+    return loss, tf.reduce_sum(tf.cast(hits, tf.int64)), tf.reduce_sum(tf.cast(keep, tf.int64))
+
+
+def fit(model: keras.Model, inputs, targets, *, epochs: int, batch_size: int = 64, lr: float = 1e-3,
+        ignore_index: int | None = None, seed: int = 0, desc: str | None = None, clip_norm: float | None = None,
+        validation: tuple | None = None, checkpoint: str | os.PathLike | None = None, label_smoothing: float = 0.0,
+        schedule: Callable[[int], float] | None = None) -> History:
+    """Train ``model(*inputs)`` with Adam on cross-entropy against integer ``targets``.
+
+    inputs: a tuple of arrays with the examples on axis 0; targets (n,) or (n, T) class ids;
+    positions whose target equals ``ignore_index`` (padding) are left out of the loss and accuracy.
+    ``clip_norm`` clips the gradients' global norm. ``validation`` = (inputs, targets) adds ``val_loss`` to the
+    history and, at the end, puts back the weights of the epoch with the lowest one. ``checkpoint`` (a file)
+    is written after every epoch; a run that finds it resumes after the epoch it holds. ``label_smoothing`` moves
+    that share of each target's probability onto all classes evenly; ``schedule`` maps the step (1, 2, …) to the
+    learning rate, in place of ``lr`` (``attention_course.core.train.warmup_schedule``).
+    Returns the per-epoch history (loss, accuracy[, val_loss]).
+    """
+    n = validate.examples(inputs, targets)                      # as many examples in each
+    epochs, batch_size = validate.sizes(epochs=epochs, batch_size=batch_size)
+    validate.positive("lr", lr)
+    if clip_norm is not None:
+        validate.positive("clip_norm", clip_norm)
+    validate.rate("label_smoothing", label_smoothing, "the share of probability spread over all classes")
+    optimizer = keras.optimizers.Adam(learning_rate=lr, global_clipnorm=clip_norm)
+    logits = model(*[a[:2] for a in inputs])             # build the variables eagerly
+    validate.targets(targets, (n, *logits.shape[1:]), ignore_index)
+    optimizer.build(model.trainable_variables)
+    history, best, done = History(), None, 0
+    if checkpoint is not None and Path(checkpoint).exists():     # resume an interrupted run
+        arrays, meta = checkpoints.load(checkpoint)
+        model.set_weights(checkpoints.numbered(arrays, "model"))
+        for variable, value in zip(optimizer.variables, checkpoints.numbered(arrays, "optimizer"), strict=True):
+            variable.assign(value)
+        history.metrics, done = meta["history"], meta["epoch"]
+        if meta["best"] is not None:
+            best = {**meta["best"], "model": checkpoints.numbered(arrays, "best")}
+
+    @tf.function(reduce_retracing=True)
+    def train_step(xs, y):
+        with tf.GradientTape() as tape:
+            logits = model(*xs, training=True)
+            loss, hits, count = _masked_loss_and_hits(y, logits, ignore_index, label_smoothing)
+        grads = tape.gradient(loss, model.trainable_variables)
+        # embeddings get sparse gradients; Keras' Adam mis-updates a row that repeats within a batch unless
+        # they are made dense (see tests/test_package.py::test_keras_fit_updates_repeated_embedding_rows)
+        grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
+        optimizer.apply(grads, model.trainable_variables)
+        return loss, hits, count
+
+    rng = np.random.default_rng(seed)
+    for _ in range(done):                                        # the same shuffles as an unbroken run
+        rng.permutation(n)
+    per_epoch = (n + batch_size - 1) // batch_size
+    steps, step = (epochs - done) * per_epoch, done * per_epoch
+    with course_inputs.graph_errors(), progress(total=steps, desc=desc or "keras") as bar:
+        for epoch in range(done, epochs):
+            total, correct, count = 0.0, 0, 0
+            for idx in batches(n, batch_size, rng):
+                xs = tuple(tf.convert_to_tensor(a[idx]) for a in inputs)
+                step += 1
+                if schedule is not None:
+                    optimizer.learning_rate.assign(schedule(step))
+                loss, hits, kept = train_step(xs, tf.convert_to_tensor(targets[idx]))
+                total += float(loss) * len(idx)
+                correct += int(hits)
+                count += int(kept)
+                bar.update(1)
+            history.log(loss=total / n, accuracy=correct / max(count, 1))
+            if validation is not None:
+                val_loss = evaluate_loss(model, *validation, ignore_index=ignore_index, batch_size=batch_size)
+                history.log(val_loss=val_loss)
+                if best is None or val_loss < best["val_loss"]:
+                    best = {"val_loss": val_loss, "epoch": epoch + 1, "model": model.get_weights()}
+            bar.set_postfix(loss=f"{total / n:.3f}", acc=f"{correct / max(count, 1):.3f}")
+            if checkpoint is not None:
+                _save(Path(checkpoint), model, optimizer, history, best, epoch + 1)
+    if best is not None:
+        model.set_weights(best["model"])                         # the epoch with the lowest validation loss
+        history.best_epoch = best["epoch"]
+    return history
+
+
+def _save(path: Path, model, optimizer, history: History, best: dict | None, epoch: int) -> None:
+    """The run so far as a course checkpoint (:mod:`attention_course.core.checkpoint`): numbers only, written
+    atomically."""
+    arrays = {f"model.{i}": w for i, w in enumerate(model.get_weights())}
+    arrays.update({f"optimizer.{i}": np.asarray(v) for i, v in enumerate(optimizer.variables)})
+    if best is not None:
+        arrays.update({f"best.{i}": w for i, w in enumerate(best["model"])})
+    checkpoints.save(path, arrays, {"history": history.metrics, "epoch": epoch,
+                                    "best": None if best is None else {k: best[k] for k in ("val_loss", "epoch")}})
+
+
+def evaluate_loss(model: keras.Model, inputs, targets, *, ignore_index: int | None = None,
+                  batch_size: int = 256) -> float:
+    """Mean cross-entropy per target token of ``model(*inputs)`` (``ignore_index`` left out), in inference mode."""
+    n = validate.examples(inputs, targets)
+    total, count = 0.0, 0
+    for i in range(0, n, batch_size):
+        logits = model(*[a[i:i + batch_size] for a in inputs], training=False)
+        y = tf.convert_to_tensor(targets[i:i + batch_size])
+        loss, _, kept = _masked_loss_and_hits(y, logits, ignore_index)
+        total += float(loss) * int(kept)
+        count += int(kept)
+    validate.counted(count, ignore_index, "mean loss")
+    return total / count
+
+
+def predict(model: keras.Model, inputs, batch_size: int = 512) -> np.ndarray:
+    """``model(*inputs)`` in inference mode, batched, as a NumPy array."""
+    n = validate.examples(inputs)
+    validate.integer("batch_size", batch_size)
+    outs = [ops.convert_to_numpy(model(*[a[i:i + batch_size] for a in inputs], training=False))
+            for i in range(0, n, batch_size)]
+    return np.concatenate(outs)
+
+
+def accuracy(model: keras.Model, inputs, targets, ignore_index: int | None = None, batch_size: int = 512) -> float:
+    """Share of correct argmax predictions, leaving out ``ignore_index`` targets (predicted ``batch_size`` at a
+    time: a smaller batch holds less memory)."""
+    return accuracy_of(lambda m, x: predict(m, x, batch_size), model, inputs, targets, ignore_index)

@@ -1,0 +1,171 @@
+"""A small training loop for PyTorch, the twin of ``attention_course.core.keras.train``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from attention_course.core import checkpoint as checkpoints
+from attention_course.core import validate
+from attention_course.core.train import History, accuracy_of, batches, progress
+
+
+def device() -> torch.device:
+    """The GPU when one is visible, else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _tensors(arrays, dev):
+    return [torch.as_tensor(np.asarray(a), device=dev) for a in arrays]
+
+
+def fit(model: nn.Module, inputs, targets, *, epochs: int, batch_size: int = 64, lr: float = 1e-3,
+        ignore_index: int | None = None, seed: int = 0, desc: str | None = None, clip_norm: float | None = None,
+        validation: tuple | None = None, checkpoint: str | os.PathLike | None = None, label_smoothing: float = 0.0,
+        schedule: Callable[[int], float] | None = None) -> History:
+    """Train ``model(*inputs)`` with Adam on cross-entropy against integer ``targets``.
+
+    inputs: a tuple of arrays with the examples on axis 0; targets (n,) or (n, T) class ids;
+    positions whose target equals ``ignore_index`` (padding) are left out of the loss and accuracy.
+    ``clip_norm`` clips the gradients' global norm. ``validation`` = (inputs, targets) adds ``val_loss`` to the
+    history and, at the end, puts back the weights of the epoch with the lowest one. ``checkpoint`` (a file)
+    is written after every epoch; a run that finds it resumes after the epoch it holds. ``label_smoothing`` moves
+    that share of each target's probability onto all classes evenly; ``schedule`` maps the step (1, 2, …) to the
+    learning rate, in place of ``lr`` (``attention_course.core.train.warmup_schedule``).
+    Returns the per-epoch history (loss, accuracy[, val_loss]).
+    """
+    n = validate.examples(inputs, targets)                                  # as many examples in each
+    epochs, batch_size = validate.sizes(epochs=epochs, batch_size=batch_size)
+    validate.positive("lr", lr)
+    if clip_norm is not None:
+        validate.positive("clip_norm", clip_norm)
+    dev = device()
+    model.to(dev).train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    validate.rate("label_smoothing", label_smoothing, "the share of probability spread over all classes")
+    loss_fn = nn.CrossEntropyLoss(ignore_index=-100 if ignore_index is None else ignore_index,
+                                  label_smoothing=label_smoothing)
+    history, best, done = History(), None, 0
+    if checkpoint is not None and Path(checkpoint).exists():                 # resume an interrupted run
+        history.metrics, best, done = _load(Path(checkpoint), model, optimizer, dev)
+    rng = np.random.default_rng(seed)
+    for _ in range(done):                                                    # the same shuffles as an unbroken run
+        rng.permutation(n)
+    checked = False
+    per_epoch = (n + batch_size - 1) // batch_size
+    steps, step = (epochs - done) * per_epoch, done * per_epoch
+    with progress(total=steps, desc=desc or "pytorch") as bar:
+        for epoch in range(done, epochs):
+            model.train()
+            total, correct, count = 0.0, 0, 0
+            for idx in batches(n, batch_size, rng):
+                *xs, y = _tensors([a[idx] for a in inputs] + [targets[idx]], dev)
+                logits = model(*xs)                                  # (b, [T,] classes)
+                if not checked:                                      # once: do the targets fit the logits?
+                    validate.targets(targets, (n, *logits.shape[1:]), ignore_index)
+                    checked = True
+                loss = loss_fn(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+                optimizer.zero_grad()
+                loss.backward()
+                step += 1
+                if schedule is not None:
+                    for group in optimizer.param_groups:
+                        group["lr"] = schedule(step)
+                if clip_norm is not None:
+                    nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+                optimizer.step()
+                keep = y != ignore_index if ignore_index is not None else torch.ones_like(y, dtype=torch.bool)
+                correct += int(((logits.argmax(-1) == y) & keep).sum())
+                count += int(keep.sum())
+                total += loss.item() * len(idx)
+                bar.update(1)
+            history.log(loss=total / n, accuracy=correct / max(count, 1))
+            if validation is not None:
+                val_loss = evaluate_loss(model, *validation, ignore_index=ignore_index, batch_size=batch_size)
+                history.log(val_loss=val_loss)
+                if best is None or val_loss < best["val_loss"]:
+                    best = {"val_loss": val_loss, "epoch": epoch + 1,
+                            "model": {k: v.detach().clone() for k, v in model.state_dict().items()}}
+            bar.set_postfix(loss=f"{total / n:.3f}", acc=f"{correct / max(count, 1):.3f}")
+            if checkpoint is not None:
+                _save(Path(checkpoint), model, optimizer, history, best, epoch + 1)
+    if best is not None:
+        model.load_state_dict(best["model"])                         # the epoch with the lowest validation loss
+        history.best_epoch = best["epoch"]
+    model.eval()
+    return history
+
+
+def _numpy(tensors: dict, prefix: str) -> dict[str, np.ndarray]:
+    return {f"{prefix}.{k}": v.detach().cpu().numpy() for k, v in tensors.items()}
+
+
+def _save(path: Path, model: nn.Module, optimizer, history: History, best: dict | None, epoch: int) -> None:
+    """The run so far as a course checkpoint (:mod:`attention_course.core.checkpoint`): numbers only, written
+    atomically. The optimizer's per-parameter state goes in as arrays, its settings as JSON."""
+    opt = optimizer.state_dict()
+    arrays = _numpy(model.state_dict(), "model")
+    for index, state in opt["state"].items():
+        arrays.update(_numpy({k: torch.as_tensor(v) for k, v in state.items()}, f"optimizer.{index}"))
+    if best is not None:
+        arrays.update(_numpy(best["model"], "best"))
+    meta = {"history": history.metrics, "epoch": epoch, "param_groups": opt["param_groups"],
+            "optimizer_state": {str(i): sorted(s) for i, s in opt["state"].items()},
+            "best": None if best is None else {k: best[k] for k in ("val_loss", "epoch")}}
+    checkpoints.save(path, arrays, meta)
+
+
+def _load(path: Path, model: nn.Module, optimizer, dev) -> tuple[dict, dict | None, int]:
+    """Put a course checkpoint's weights and optimizer state back; return (history, best, epochs done)."""
+    arrays, meta = checkpoints.load(path)
+
+    def tensors(prefix: str) -> dict:
+        return {k: torch.as_tensor(v, device=dev) for k, v in checkpoints.prefixed(arrays, prefix).items()}
+
+    model.load_state_dict(tensors("model"))
+    state = {int(i): {k: torch.as_tensor(arrays[f"optimizer.{i}.{k}"]) for k in keys}
+             for i, keys in meta["optimizer_state"].items()}
+    optimizer.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
+    best = None if meta["best"] is None else {**meta["best"], "model": tensors("best")}
+    return meta["history"], best, meta["epoch"]
+
+
+@torch.no_grad()
+def evaluate_loss(model: nn.Module, inputs, targets, *, ignore_index: int | None = None,
+                  batch_size: int = 256) -> float:
+    """Mean cross-entropy per target token of ``model(*inputs)`` (``ignore_index`` left out), in eval mode."""
+    n = validate.examples(inputs, targets)
+    dev = device()
+    model.to(dev).eval()
+    loss_fn = nn.CrossEntropyLoss(ignore_index=-100 if ignore_index is None else ignore_index, reduction="sum")
+    total, count = 0.0, 0
+    for i in range(0, n, batch_size):
+        *xs, y = _tensors([a[i:i + batch_size] for a in inputs] + [targets[i:i + batch_size]], dev)
+        logits = model(*xs)
+        total += float(loss_fn(logits.reshape(-1, logits.shape[-1]), y.reshape(-1)))
+        count += int((y != ignore_index).sum()) if ignore_index is not None else y.numel()
+    validate.counted(count, ignore_index, "mean loss")
+    return total / count
+
+
+@torch.no_grad()
+def predict(model: nn.Module, inputs, batch_size: int = 512) -> np.ndarray:
+    """``model(*inputs)`` in evaluation mode, batched, as a NumPy array."""
+    n = validate.examples(inputs)
+    validate.integer("batch_size", batch_size)
+    dev = device()
+    model.to(dev).eval()
+    outs = [model(*_tensors([a[i:i + batch_size] for a in inputs], dev)).cpu().numpy()
+            for i in range(0, n, batch_size)]
+    return np.concatenate(outs)
+
+
+def accuracy(model: nn.Module, inputs, targets, ignore_index: int | None = None, batch_size: int = 512) -> float:
+    """Share of correct argmax predictions, leaving out ``ignore_index`` targets (predicted ``batch_size`` at a
+    time: a smaller batch holds less memory)."""
+    return accuracy_of(lambda m, x: predict(m, x, batch_size), model, inputs, targets, ignore_index)

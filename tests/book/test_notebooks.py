@@ -1,0 +1,156 @@
+"""Every chapter notebook follows the course's conventions (cheap static checks; nbval executes them)."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = sorted((ROOT / "book").glob("[0-9][0-9]-*/*.ipynb"))
+PINNED = re.compile(r"\b(torch|tensorflow|numpy|keras)\s*(==|>=|<=|~=|<|>)")
+
+
+def load(path):
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def source(cell):
+    return "".join(cell["source"])
+
+
+def tags(cell):
+    return set(cell.get("metadata", {}).get("tags", []))
+
+
+def test_there_are_chapters():
+    assert NOTEBOOKS, "no chapter notebooks found under book/NN-*/"
+
+
+@pytest.fixture(params=NOTEBOOKS, ids=lambda p: p.parent.name)
+def nb(request):
+    return load(request.param)
+
+
+def test_outputs_are_stripped(nb):
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            assert not cell["outputs"] and cell["execution_count"] is None, source(cell)[:60]
+
+
+def test_opening_and_colab_metadata(nb):
+    opening = source(nb["cells"][0])
+    assert opening.startswith("# "), "the first cell is the chapter title"
+    for needle in ("You will be able to", "Prerequisites", "Time", "quick profile", "full profile", "Frameworks"):
+        assert needle in opening, f"the chapter opening lacks {needle!r}"
+    assert nb["metadata"].get("accelerator") == "GPU", "Colab GPU metadata"
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+
+
+def test_first_code_cell_installs_only_on_colab(nb):
+    first = next(c for c in nb["cells"] if c["cell_type"] == "code")
+    src = source(first)
+    assert '"google.colab" in sys.modules' in src and "pip install" in src
+    assert not PINNED.search(src), "never pin torch, TensorFlow, Keras or NumPy on Colab"
+    second = source([c for c in nb["cells"] if c["cell_type"] == "code"][1])
+    assert "ac.setup(seed=0, profile=PROFILE, frameworks=FRAMEWORKS)" in second
+    assert "PROFILE = None" in second and "GPU" in second, "the set-up cell offers the full profile and its GPU time"
+    assert "SEED = session.seed" in second, "the notebook's seeds come from the session (COURSE_SEED)"
+
+
+def test_framework_cells_come_in_twins(nb):
+    cells = nb["cells"]
+    for i, cell in enumerate(cells):
+        t = tags(cell) & {"keras", "pytorch"}
+        if not t:
+            assert not source(cell).startswith(("%%keras", "%%pytorch")), "a framework cell must be tagged"
+            continue
+        (fw,) = t
+        assert re.match(rf"%%{fw}( needs \w+)?\n", source(cell)), f"a cell tagged {fw} starts with %%{fw}"
+        other = "pytorch" if fw == "keras" else "keras"
+        neighbours = [cells[j] for j in (i - 1, i + 1) if 0 <= j < len(cells)]
+        assert any(other in tags(n) for n in neighbours), f"the {fw} cell {source(cell)[:50]!r} has no twin"
+
+
+def test_exercises_have_hidden_solutions_and_checks(nb):
+    cells = nb["cells"]
+    exercises = [i for i, c in enumerate(cells) if c["cell_type"] == "markdown" and "{exercise}" in source(c)]
+    assert len(exercises) >= 2, "at least two exercises"
+    solutions = [i for i, c in enumerate(cells) if "### BEGIN SOLUTION" in source(c)]
+    assert len(solutions) >= 2
+    for i in solutions:
+        assert "### END SOLUTION" in source(cells[i])
+        assert {"solution", "hide-input"} <= tags(cells[i]), "solution cells are tagged 'solution' and hidden"
+        assert "ac.exercises." in source(cells[i + 1]), "a check cell follows each solution"
+
+
+def test_citations_exist(nb):
+    bib = (ROOT / "book" / "references.bib").read_text(encoding="utf-8")
+    keys = set(re.findall(r"@\w+\{([^,]+),", bib))
+    for cell in nb["cells"]:
+        for group in re.findall(r"\{cite[:a-z]*\}`([^`]+)`", source(cell)):
+            for key in group.split(","):
+                assert key.strip() in keys, f"{key} is not in references.bib"
+
+
+def test_toc_lists_every_chapter():
+    toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
+    for path in NOTEBOOKS:
+        assert str(path.relative_to(ROOT).with_suffix("")) in toc
+
+
+def test_repository_address_lives_in_one_place(tmp_path, monkeypatch):
+    # every Colab link, install cell and raw address agrees with _config.yml's repository.url
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import repository
+
+    assert repository.disagreements() == []
+    # and the check does notice a notebook that points elsewhere
+    nb = tmp_path / "book" / "01-x" / "x.ipynb"
+    nb.parent.mkdir(parents=True)
+    nb.write_text(json.dumps({"cells": [{"source": ['!pip install "x @ git+https://github.com/someone/else"']}]}),
+                  encoding="utf-8")
+    module = tmp_path / "results.py"                                     # and a package module that does too
+    module.write_text('URL = "https://raw.githubusercontent.com/someone/else/dev/book/"\n', encoding="utf-8")
+    monkeypatch.setattr(repository, "NOTEBOOKS", [nb])
+    monkeypatch.setattr(repository, "MODULES", [module])
+    monkeypatch.setattr(repository, "ROOT", tmp_path)
+    monkeypatch.setattr(repository, "configured", lambda: {"repo": "attention-course/attention-course",
+                                                           "branch": "main"})
+    wrong = repository.disagreements()
+    assert len(wrong) == 2 and "results.py: https://raw.githubusercontent.com/someone/else/dev/" in wrong[1]
+    assert repository.rewrite() == 2 and repository.disagreements() == []        # the cell and the module
+    assert "attention-course/attention-course/main/book/" in module.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.parent.name)
+def test_each_exercise_says_if_it_is_checked_and_how_long_it_takes(nb):
+    cells = json.loads(nb.read_text())["cells"]
+    for i, cell in enumerate(cells):
+        text = "".join(cell["source"])
+        for label, body in re.findall(r"\{exercise\}[^\n]*\n:label: (\S+)\n\n([^\n]*)", text):
+            checked = i + 1 < len(cells) and "solution" in cells[i + 1]["metadata"].get("tags", [])
+            expected = r"\*Checked automatically · about \d+ min\*" if checked else \
+                r"\*Open-ended, no automatic check · about \d+ min[^*]*\*"
+            assert re.fullmatch(expected, body), f"{label}: {body!r}"
+        if "solution" in cell["metadata"].get("tags", []):
+            assert cell["metadata"].get("mystnb", {}).get("code_prompt_show") == "Show solution", i
+
+
+def test_intro_times_are_the_chapters_own():
+    rows = dict(re.findall(r"^\| (\d) \| \{doc\}.*\| (\d+ min · \d+ min · \d+ min) \|$",
+                           (ROOT / "book" / "intro.md").read_text(), re.M))
+    assert len(rows) == len(NOTEBOOKS)
+    for nb in NOTEBOOKS:
+        course = json.loads(nb.read_text())["metadata"]["course"]
+        t = course["time"]
+        expected = f"{t['reading_min']} min · {t['quick_min_per_framework']} min · {t['full_min_per_framework']} min"
+        assert rows[str(course["chapter"])] == expected, nb.name
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.parent.name)
+def test_cells_have_unique_ids(nb):
+    ids = [cell.get("id") for cell in json.loads(nb.read_text())["cells"]]
+    assert None not in ids and len(set(ids)) == len(ids)

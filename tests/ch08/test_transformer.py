@@ -1,0 +1,276 @@
+"""Chapter 8: the Transformer's layers and model in both frameworks with shared weights, parity with PyTorch's
+``nn.TransformerEncoderLayer`` and with the same layer composed of Keras' own layers, incremental decoding with a
+key–value cache equal to recomputing the prefix (greedy and beam search), the decoder's causality, and errors."""
+
+import keras
+import numpy as np
+import pytest
+import torch
+from conftest import as_input, to_numpy
+
+import attention_course as ac
+from attention_course.core import decode
+from attention_course.core.backend import backend
+from attention_course.core.errors import ConfigError, InputError, ShapeError
+from attention_course.core.parity import torch_to_keras
+
+pytestmark = pytest.mark.chapter(8, 9)   # Chapters 8 and 9: `make test CHAPTERS=...` picks by it
+
+RTOL, ATOL = 1e-5, 1e-5
+D, H, FF = 16, 4, 32
+
+
+def _batch(seed=0):
+    rng = np.random.default_rng(seed)
+    src = rng.integers(4, 20, size=(3, 7))
+    src_mask = np.ones((3, 7), bool)
+    src_mask[1, 4:] = False                                                        # a padded source
+    src[1, 4:] = 0
+    tgt = rng.integers(4, 30, size=(3, 6))
+    return src, src_mask, tgt
+
+
+def _models(norm_first, seed=0):
+    torch.manual_seed(seed)
+    keras.utils.set_random_seed(seed)
+    t = ac.torch.Transformer(20, 30, d_model=D, heads=H, layers=2, d_ff=FF, dropout=0.0, norm_first=norm_first)
+    k = ac.keras.Transformer(20, 30, d_model=D, heads=H, layers=2, d_ff=FF, dropout=0.0, norm_first=norm_first)
+    torch_to_keras(t.eval(), k, _batch())
+    return t, k
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_transformer_twins_agree_with_their_weights(norm_first):
+    t, k = _models(norm_first)
+    src, mask, tgt = _batch(1)
+    with torch.no_grad():
+        logits, weights = t(src, mask, tgt, return_weights=True)
+    logits_k, weights_k = k(src, mask, tgt, return_weights=True)
+    assert tuple(logits.shape) == (3, 6, 30)
+    np.testing.assert_allclose(to_numpy(logits_k), logits.numpy(), rtol=RTOL, atol=ATOL)
+    for part in ("encoder", "decoder", "cross"):
+        assert len(weights[part]) == 2                                              # one per layer
+        for w_t, w_k in zip(weights[part], weights_k[part], strict=True):
+            np.testing.assert_allclose(to_numpy(w_k), w_t.numpy(), rtol=RTOL, atol=ATOL)
+    assert (weights["cross"][0].numpy()[1, :, :, 4:] == 0).all()                    # pads get no attention
+    assert np.allclose(np.triu(weights["decoder"][1].numpy(), 1), 0)                # nor does the future
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_layer_equals_torch_transformer_encoder_layer(norm_first):
+    torch.manual_seed(0)
+    ours = ac.torch.EncoderLayer(D, H, FF, dropout=0.0, norm_first=norm_first).eval()
+    theirs = ac.torch.framework_encoder_layer(ours).eval()
+    assert isinstance(theirs, torch.nn.TransformerEncoderLayer) and theirs.norm_first == norm_first
+    src, mask, _ = _batch()
+    x = torch.randn(3, 7, D)
+    with torch.no_grad():
+        want = theirs(x, src_key_padding_mask=torch.as_tensor(~mask))             # PyTorch: True = hidden
+        got = ours(x, mask)
+    np.testing.assert_allclose(got.numpy()[mask], want.numpy()[mask], rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_keras_encoder_layer_equals_one_composed_of_keras_layers(norm_first):
+    keras.utils.set_random_seed(0)
+    ours = ac.keras.EncoderLayer(D, H, FF, dropout=0.0, norm_first=norm_first)
+    _, mask, _ = _batch()
+    x = np.random.default_rng(0).normal(size=(3, 7, D)).astype(np.float32)
+    got = to_numpy(ours(x, mask))
+    theirs = ac.keras.framework_encoder_layer(ours)
+    layer_types = {type(layer).__name__ for layer in theirs.layers}
+    assert {"MultiHeadAttention", "LayerNormalization", "Dense"} <= layer_types
+    np.testing.assert_allclose(got[mask], to_numpy(theirs([x, mask]))[mask], rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("fw_name", ["torch", "keras"])
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_cached_decoding_equals_recomputing_the_prefix(fw_name, norm_first):
+    t, k = _models(norm_first)
+    model = t if fw_name == "torch" else k
+    src, mask, tgt = _batch(2)
+    full = to_numpy(model(src, mask, tgt))                                          # every prefix at once
+    full = full - np.log(np.exp(full - full.max(-1, keepdims=True)).sum(-1, keepdims=True)) - full.max(
+        -1, keepdims=True)                                                          # log-softmax
+    state = model.start(src, mask)
+    for i in range(tgt.shape[1]):
+        log_probs, state, _ = model.step(tgt[:, i], state)
+        np.testing.assert_allclose(log_probs, full[:, i], rtol=1e-4, atol=1e-4)
+    assert len(state["caches"][0]) == tgt.shape[1]                                  # one cached step per token
+
+
+@pytest.mark.parametrize("fw_name", ["torch", "keras"])
+def test_recompute_decodes_as_the_cache_does_in_beam_search(fw_name):
+    # decode.Recompute (no cache: the whole prefix again at each step) is the baseline of make bench's ch8-kvcache
+    t, k = _models(False, seed=1)
+    model = t if fw_name == "torch" else k
+    src, mask, _ = _batch(3)
+    cached = decode.beam_search(model, src, mask, beam=3, max_len=8)
+    again = decode.beam_search(decode.Recompute(model), src, mask, beam=3, max_len=8)
+    assert [list(a) for a in cached.tokens] == [list(b) for b in again.tokens]
+    np.testing.assert_allclose(cached.scores, again.scores, rtol=1e-4, atol=1e-4)
+
+
+def test_the_decoding_benchmark_runs_both_ways():
+    for kind in ("cache", "recompute"):
+        ac.bench.decoding_pass(ac.torch, kind, 3, batch=2, src_len=4, vocab=20)()
+    with pytest.raises(ConfigError, match="decoding kind"):
+        ac.bench.decoding_pass(ac.torch, "cached", 3)
+
+
+def test_beam_search_reorders_the_cache():
+    t, _ = _models(True, seed=3)
+    src, mask, _ = _batch(3)
+    greedy = decode.greedy_search(t, src, mask, max_len=8)
+    beam_1 = decode.beam_search(t, src, mask, beam=1, max_len=8)
+    assert [list(a) for a in greedy.tokens] == [list(b) for b in beam_1.tokens]
+    beam_4 = decode.beam_search(t, src, mask, beam=4, max_len=8)
+    assert (beam_4.scores >= greedy.scores - 1e-4).all()                            # a wider beam finds no worse
+
+
+def test_decoder_is_causal(fw):
+    torch.manual_seed(0)
+    keras.utils.set_random_seed(0)
+    model = fw.Transformer(20, 30, d_model=D, heads=H, layers=2, d_ff=FF, dropout=0.0)
+    if fw is ac.torch:
+        model.eval()
+    src, mask, tgt = _batch()
+    changed = tgt.copy()
+    changed[:, 4:] = 5                                                              # a different future
+    a, b = to_numpy(model(src, mask, tgt)), to_numpy(model(src, mask, changed))
+    np.testing.assert_allclose(a[:, :4], b[:, :4], rtol=RTOL, atol=ATOL)
+    assert not np.allclose(a[:, 4:], b[:, 4:])
+
+
+def test_transformer_arguments_name_the_rule(fw):
+    model = fw.Transformer(20, 30, d_model=D, heads=H, layers=1, d_ff=FF)
+    src, mask, tgt = _batch()
+    with pytest.raises(InputError, match="src"):
+        model(src + 20, mask, tgt)                                                  # ids past the vocabulary
+    with pytest.raises(ShapeError, match="src_mask"):
+        model(src, mask[:, :5], tgt)
+    with pytest.raises(ShapeError):
+        model(src, mask, tgt[:2])                                                   # batch sizes differ
+
+
+# ---- the exercises' checkers -----------------------------------------------------------------------------------
+
+def _decoder_masks(src_mask, tgt_mask, causal=True, target_pads=True, cross_pads=True):
+    t = tgt_mask.shape[1]
+    self_mask = np.broadcast_to(np.tri(t, dtype=bool) if causal else np.ones((t, t), bool), (len(tgt_mask), t, t))
+    self_mask = self_mask & tgt_mask[:, None, :] if target_pads else self_mask.copy()
+    cross = src_mask if cross_pads else np.ones_like(src_mask)
+    return self_mask, np.repeat(cross[:, None, :], t, axis=1)
+
+
+def test_decoder_masks_checker_passes_the_answer_and_names_mistakes(capsys):
+    ac.exercises.decoder_masks(_decoder_masks)
+    assert "decoder masks" in capsys.readouterr().out
+    mistakes = {
+        "see later positions": lambda s, t: _decoder_masks(s, t, causal=False),
+        "shows the target's pads": lambda s, t: _decoder_masks(s, t, target_pads=False),
+        "self_mask is inverted": lambda s, t: (~_decoder_masks(s, t)[0], _decoder_masks(s, t)[1]),
+        "hides the diagonal": lambda s, t: (_decoder_masks(s, t)[0] & ~np.eye(t.shape[1], dtype=bool),
+                                            _decoder_masks(s, t)[1]),
+        "shows the source's pads": lambda s, t: _decoder_masks(s, t, cross_pads=False),
+        "must not be causal": lambda s, t: (_decoder_masks(s, t)[0],
+                                            _decoder_masks(s, t)[1] & np.tri(t.shape[1], s.shape[1], dtype=bool)),
+        "return two masks": lambda s, t: _decoder_masks(s, t)[0],
+    }
+    for needle, fn in mistakes.items():
+        with pytest.raises(ac.exercises.ExerciseError, match=needle):
+            ac.exercises.decoder_masks(fn)
+
+
+def test_warmup_checker_passes_the_answer_and_names_mistakes():
+    ac.exercises.warmup(lambda step, d, w: ac.train.warmup_schedule(d, w)(step))
+    mistakes = {
+        "warmup\\^-1.5": lambda step, d, w: d ** -0.5 * min(step ** -0.5, step * w ** -0.5),
+        "d_model\\^-0.5": lambda step, d, w: min(step ** -0.5, step * w ** -1.5),
+        "not the maximum": lambda step, d, w: d ** -0.5 * max(step ** -0.5, step * w ** -1.5),
+        "not 1/step": lambda step, d, w: d ** -0.5 * min(1 / step, step * w ** -1.5),
+        "return one number": lambda step, d, w: "fast",
+    }
+    for needle, fn in mistakes.items():
+        with pytest.raises(ac.exercises.ExerciseError, match=needle):
+            ac.exercises.warmup(fn)
+
+
+def test_warmup_schedule_rises_then_falls():
+    rate = ac.train.warmup_schedule(64, 100)
+    rates = [rate(s) for s in range(1, 1001)]
+    assert int(np.argmax(rates)) + 1 == 100                                         # the peak at the warm-up's end
+    assert np.isclose(max(rates), 64 ** -0.5 * 100 ** -0.5)
+    assert rate(0) == rate(1)                                                       # step 0 is treated as step 1
+
+
+def test_label_smoothing_is_the_same_in_both_fits():
+    import tensorflow as tf
+
+    from attention_course.core.keras.train import _masked_loss_and_hits
+
+    rng = np.random.default_rng(0)
+    logits, y = rng.normal(size=(4, 5, 7)).astype(np.float32), rng.integers(0, 7, size=(4, 5))
+    y[0, :2] = -1
+    for eps in (0.0, 0.1, 0.3):
+        want = torch.nn.functional.cross_entropy(torch.as_tensor(logits).reshape(-1, 7), torch.as_tensor(y).reshape(-1),
+                                                 ignore_index=-1, label_smoothing=eps)
+        got = _masked_loss_and_hits(tf.constant(y), tf.constant(logits), -1, eps)[0]
+        assert np.isclose(float(got), float(want), rtol=1e-5), eps
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.0, "0.1"])
+def test_label_smoothing_must_be_a_share(fw, bad):
+    x, y = ac.data.synthetic.lookback_task(8, length=6)
+    with pytest.raises(ac.errors.ConfigError, match="label_smoothing"):
+        fw.fit(fw.LookbackNet("none", 8, 64, d_model=8), (x,), y, epochs=1, ignore_index=-1, label_smoothing=bad)
+
+
+def test_fit_follows_the_schedule(fw):
+    """The learning rate the optimiser used at each step is the schedule's."""
+    x, y = ac.data.synthetic.lookback_task(64, length=6)
+    seen = []
+
+    def schedule(step):
+        seen.append(step)
+        return 1e-3 / step
+
+    fw.fit(fw.LookbackNet("none", 8, 64, d_model=8), (x,), y, epochs=2, batch_size=16, ignore_index=-1,
+           schedule=schedule)
+    assert seen == list(range(1, 9))                                                # 4 batches × 2 epochs
+
+
+@pytest.mark.parametrize("fw", ["torch", "keras"])
+def test_no_source_mask_means_no_padding_and_bad_sizes_are_named(fw):
+    module = getattr(ac, fw)
+    src, tgt = np.ones((2, 5), "int64"), np.ones((2, 4), "int64")
+    model = module.Transformer(20, 20, d_model=8, heads=2, layers=1, d_ff=16, dropout=0.0)
+    without = to_numpy(model(src, None, tgt))
+    np.testing.assert_allclose(without, to_numpy(model(src, np.ones((2, 5), bool), tgt)), rtol=1e-6, atol=1e-6)
+    with pytest.raises(ConfigError, match="d_ff"):
+        module.EncoderLayer(8, 2, d_ff=0)
+    with pytest.raises(ConfigError, match=r"eps must be a finite number > 0; got -1 \(the LayerNorms' epsilon\)"):
+        module.EncoderLayer(8, 2, d_ff=16, eps=-1)
+
+
+@pytest.mark.parametrize("rotary", [False, True])
+def test_the_cached_layer_decodes_step_by_step_as_chapter_7s_layer_does_at_once(fw, rotary):
+    """Chapter 8 adds the key–value cache to Chapter 7's layer and nothing else: fed one step at a time through a
+    ``KVCache``, ``CachedMultiHeadAttention`` gives what Chapter 7's ``MultiHeadAttention`` gives on the whole
+    causal sequence, with the same weights, RoPE included (each step rotated by its true position)."""
+    x = np.random.default_rng(5).normal(size=(2, 6, 16)).astype("float32")
+    if backend(fw).is_torch:
+        torch.manual_seed(0)
+    cached = fw.CachedMultiHeadAttention(16, 4, rotary=rotary)
+    whole = to_numpy(cached(as_input(fw, x), causal=True))
+    plain = fw.MultiHeadAttention(16, 4, rotary=rotary)
+    plain(as_input(fw, x))
+    if backend(fw).is_torch:
+        plain.load_state_dict(cached.state_dict())
+    else:
+        plain.set_weights(cached.get_weights())
+    np.testing.assert_allclose(to_numpy(plain(as_input(fw, x), causal=True)), whole, rtol=1e-5, atol=1e-6)
+    cache = fw.KVCache()
+    steps = [to_numpy(cached(as_input(fw, x[:, t:t + 1]), cache=cache)) for t in range(6)]
+    assert len(cache) == 6
+    np.testing.assert_allclose(np.concatenate(steps, axis=1), whole, rtol=1e-5, atol=1e-5)
