@@ -21,8 +21,8 @@ from attention_course.core.choices import SCORES, score_layer
 from attention_course.core.keras import inputs
 from attention_course.core.keras.base import BuildOnCall, Layer
 
-__all__ = ["DotScore", "ScaledDotScore", "GeneralScore", "ConcatScore", "AdditiveScore", "LinearConcatScore",
-           "make_score", "ScoredAttention", "ScoredSeq2Seq", "SCORES"]
+__all__ = ["ScoreFunction", "DotScore", "ScaledDotScore", "GeneralScore", "concat_pairs", "ConcatScore",
+           "AdditiveScore", "LinearConcatScore", "make_score", "ScoredAttention", "ScoredSeq2Seq", "SCORES"]
 
 
 
@@ -67,6 +67,14 @@ class GeneralScore(ScoreFunction):
         return {**super().get_config(), "d_query": self.d_query, "d_key": self.d_key}
 
 
+def concat_pairs(query, key):
+    """Every (query, key) pair side by side: query (B, T_q, d_q), key (B, T_k, d_k) → (B, T_q, T_k, d_q + d_k)."""
+    t_q, t_k = ops.shape(query)[1], ops.shape(key)[1]
+    q = ops.repeat(ops.expand_dims(query, 2), t_k, axis=2)           # (B, T_q, T_k, d_q)
+    k = ops.repeat(ops.expand_dims(key, 1), t_q, axis=1)             # (B, T_q, T_k, d_k)
+    return ops.concatenate([q, k], axis=-1)
+
+
 class ConcatScore(ScoreFunction):
     """score(q, k) = v_aᵀ tanh(W_a [q; k]) (Luong's "concat"). Built literally: every (query, key) pair is
     concatenated into a (B, T_q, T_k, d_q + d_k) tensor before the projection."""
@@ -80,10 +88,7 @@ class ConcatScore(ScoreFunction):
     def call(self, query, key):
         query, key = inputs.pair(query, key)                       # float tensors
         validate.score_shapes(self, query, key)
-        t_q, t_k = ops.shape(query)[1], ops.shape(key)[1]
-        q = ops.repeat(ops.expand_dims(query, 2), t_k, axis=2)       # (B, T_q, T_k, d_q)
-        k = ops.repeat(ops.expand_dims(key, 1), t_q, axis=1)         # (B, T_q, T_k, d_k)
-        pairs = ops.concatenate([q, k], axis=-1)                     # (B, T_q, T_k, d_q + d_k)
+        pairs = concat_pairs(query, key)                             # (B, T_q, T_k, d_q + d_k)
         rows = ops.reshape(pairs, (-1, self.d_query + self.d_key))   # one pair per row (see AdditiveScore)
         return ops.reshape(self.v_a(ops.tanh(self.W_a(rows))), ops.shape(pairs)[:3])  # (B, T_q, T_k)
 
@@ -128,10 +133,7 @@ class LinearConcatScore(ScoreFunction):
     def call(self, query, key):
         query, key = inputs.pair(query, key)                       # float tensors
         validate.score_shapes(self, query, key)
-        t_q, t_k = ops.shape(query)[1], ops.shape(key)[1]
-        q = ops.repeat(ops.expand_dims(query, 2), t_k, axis=2)       # (B, T_q, T_k, d_q)
-        k = ops.repeat(ops.expand_dims(key, 1), t_q, axis=1)         # (B, T_q, T_k, d_k)
-        pairs = ops.concatenate([q, k], axis=-1)                     # (B, T_q, T_k, d_q + d_k)
+        pairs = concat_pairs(query, key)                             # (B, T_q, T_k, d_q + d_k)
         rows = ops.reshape(pairs, (-1, self.d_query + self.d_key))   # one pair per row (see AdditiveScore)
         return ops.reshape(self.W_a(rows), ops.shape(pairs)[:3])     # (B, T_q, T_k)
 

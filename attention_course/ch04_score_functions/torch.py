@@ -21,8 +21,8 @@ from attention_course.core import validate
 from attention_course.core.choices import SCORES, score_layer
 from attention_course.core.torch import inputs
 
-__all__ = ["DotScore", "ScaledDotScore", "GeneralScore", "ConcatScore", "AdditiveScore", "LinearConcatScore",
-           "make_score", "ScoredAttention", "ScoredSeq2Seq", "SCORES"]
+__all__ = ["ScoreFunction", "DotScore", "ScaledDotScore", "GeneralScore", "concat_pairs", "ConcatScore",
+           "AdditiveScore", "LinearConcatScore", "make_score", "ScoredAttention", "ScoredSeq2Seq", "SCORES"]
 
 
 
@@ -66,6 +66,13 @@ class GeneralScore(ScoreFunction):
         return query @ self.W_a(key).transpose(1, 2)                # (B, T_q, d_q) @ (B, d_q, T_k)
 
 
+def concat_pairs(query, key):
+    """Every (query, key) pair side by side: query (B, T_q, d_q), key (B, T_k, d_k) → (B, T_q, T_k, d_q + d_k)."""
+    (b, t_q, _), t_k = query.shape, key.shape[1]
+    return torch.cat([query[:, :, None, :].expand(b, t_q, t_k, -1),
+                      key[:, None, :, :].expand(b, t_q, t_k, -1)], dim=-1)
+
+
 class ConcatScore(ScoreFunction):
     """score(q, k) = v_aᵀ tanh(W_a [q; k]) (Luong's "concat"). Built literally: every (query, key) pair is
     concatenated into a (B, T_q, T_k, d_q + d_k) tensor before the projection."""
@@ -79,9 +86,7 @@ class ConcatScore(ScoreFunction):
     def forward(self, query, key):
         query, key = inputs.pair(query, key)                       # float tensors
         validate.score_shapes(self, query, key)
-        (b, t_q, _), t_k = query.shape, key.shape[1]
-        pairs = torch.cat([query[:, :, None, :].expand(b, t_q, t_k, -1),
-                           key[:, None, :, :].expand(b, t_q, t_k, -1)], dim=-1)  # (B, T_q, T_k, d_q + d_k)
+        pairs = concat_pairs(query, key)                            # (B, T_q, T_k, d_q + d_k)
         return self.v_a(torch.tanh(self.W_a(pairs)))[..., 0]        # (B, T_q, T_k)
 
 
@@ -116,9 +121,7 @@ class LinearConcatScore(ScoreFunction):
     def forward(self, query, key):
         query, key = inputs.pair(query, key)                       # float tensors
         validate.score_shapes(self, query, key)
-        (b, t_q, _), t_k = query.shape, key.shape[1]
-        pairs = torch.cat([query[:, :, None, :].expand(b, t_q, t_k, -1),
-                           key[:, None, :, :].expand(b, t_q, t_k, -1)], dim=-1)  # (B, T_q, T_k, d_q + d_k)
+        pairs = concat_pairs(query, key)                            # (B, T_q, T_k, d_q + d_k)
         return self.W_a(pairs)[..., 0]                              # (B, T_q, T_k)
 
 
