@@ -11,23 +11,18 @@ from collections.abc import Callable
 
 import numpy as np
 
-from attention_course.core.grading import ExerciseError, call, start
+from attention_course.core.grading import ExerciseError, call, softmax, start
 
 __all__ = ["ExerciseError", "attention_average", "masked_softmax", "reference_attention", "reference_masked_softmax"]
-
-
-def _softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
 
 
 def reference_masked_softmax(scores: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     """Softmax over the last axis; masked keys get 0; a fully masked row gets all zeros."""
     if mask is None:
-        return _softmax(scores)
+        return softmax(scores)
     mask = np.broadcast_to(mask[:, None, :] if mask.ndim == 2 else mask, scores.shape)
     filled = np.where(mask, scores, np.finfo(scores.dtype).min)
-    return _softmax(filled) * mask
+    return softmax(filled) * mask
 
 
 def reference_attention(query, key, value, mask=None, scale: bool = False):
@@ -81,10 +76,10 @@ def attention_average(fn: Callable, *, scale: bool = False, trials: int = 20, se
         s = raw / np.sqrt(q.shape[-1]) if scale else raw
         wrong_w = {
             "softmax over the wrong axis: the weights must sum to 1 over the keys (last axis), "
-            "not over the queries": _softmax(s, axis=1),
-            "missing scale: divide the scores by √d before the softmax": _softmax(raw),
+            "not over the queries": softmax(s, axis=1),
+            "missing scale: divide the scores by √d before the softmax": softmax(raw),
             "the scores were scaled by √d, but this exercise asks for the plain dot product":
-                _softmax(raw / np.sqrt(q.shape[-1])),
+                softmax(raw / np.sqrt(q.shape[-1])),
             "no softmax: the weights are the raw scores": s,
             "the weights are normalised by their sum without the exponential": s / s.sum(-1, keepdims=True),
         }
@@ -121,16 +116,16 @@ def masked_softmax(fn: Callable, *, trials: int = 20, seed: int | None = None) -
         if got.shape != ref.shape:
             raise ExerciseError(f"weights have shape {got.shape}; expected (B, T_q, T_k) = {ref.shape}")
         m3 = mask[:, None, :]
-        after = _softmax(scores) * m3
+        after = softmax(scores) * m3
         wrong = {
-            "the mask is not applied": _softmax(scores),
+            "the mask is not applied": softmax(scores),
             "the mask is broadcast over the queries instead of the keys: a (B, T_k) mask must become "
             "(B, 1, T_k)": reference_masked_softmax(scores, np.broadcast_to(mask[:, :tq, None], scores.shape))
             if tq <= tk else np.zeros(0),
             "the mask is inverted: True means 'may attend'": reference_masked_softmax(scores, ~mask),
             "masked after the softmax without renormalising: the visible weights no longer sum to 1": after,
             "the masked scores were set to a finite value like -1e9 but a fully masked row then gets a "
-            "uniform distribution instead of zeros": _softmax(np.where(m3, scores, -1e9)),
+            "uniform distribution instead of zeros": softmax(np.where(m3, scores, -1e9)),
         }
         raise ExerciseError(f"wrong on trial {trial + 1}: {_diagnose(got, wrong)}")
     _pass("masked softmax", trials)

@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from attention_course.ch01_sequence_models.exercises import _close, _diagnose, _pass, _softmax
-from attention_course.core.grading import ExerciseError, call, start
+from attention_course.ch01_sequence_models.exercises import _close, _diagnose, _pass
+from attention_course.core.grading import ExerciseError, call, softmax, start
 
 __all__ = [
     "gumbel_softmax_sample", "local_p_weights", "reference_gumbel_softmax", "reference_local_weights",
@@ -33,7 +33,7 @@ def reference_gumbel_softmax(logits: np.ndarray, tau: float, rng: np.random.Gene
     ``hard=True``: the one-hot vector of its argmax (the straight-through forward value)."""
     u = rng.random(np.shape(logits))
     g = -np.log(-np.log(u))
-    y = _softmax((logits + g) / tau)
+    y = softmax((logits + g) / tau)
     if hard:
         y = np.eye(y.shape[-1])[y.argmax(-1)]
     return y
@@ -46,15 +46,15 @@ def _mistaken_samplers() -> dict[str, Callable]:
 
     return {
         "the noise is Gaussian (rng.normal); the Gumbel-max trick needs Gumbel noise g = -log(-log u)":
-            lambda lg, t, r: _softmax((lg + r.normal(size=np.shape(lg))) / t),
+            lambda lg, t, r: softmax((lg + r.normal(size=np.shape(lg))) / t),
         "the uniform u is added as it is; it must be transformed into Gumbel noise, g = -log(-log u)":
-            lambda lg, t, r: _softmax((lg + uniform(lg, r)) / t),
+            lambda lg, t, r: softmax((lg + uniform(lg, r)) / t),
         "the noise has the wrong sign: g = -log(-log u), not log(-log u)":
-            lambda lg, t, r: _softmax((lg + np.log(-np.log(uniform(lg, r)))) / t),
+            lambda lg, t, r: softmax((lg + np.log(-np.log(uniform(lg, r)))) / t),
         "one log is missing: g = -log(-log u), not -log u":
-            lambda lg, t, r: _softmax((lg - np.log(uniform(lg, r))) / t),
+            lambda lg, t, r: softmax((lg - np.log(uniform(lg, r))) / t),
         "only the logits are divided by τ: divide logits AND noise, softmax((logits + g) / τ)":
-            lambda lg, t, r: _softmax(lg / t + r.gumbel(size=np.shape(lg))),
+            lambda lg, t, r: softmax(lg / t + r.gumbel(size=np.shape(lg))),
     }
 
 
@@ -86,7 +86,7 @@ def gumbel_softmax_sample(fn: Callable, *, trials: int = 3, seed: int | None = N
     for trial in range(trials):
         k = int(rng.integers(4, 7))
         logits = rng.normal(size=k) * 1.5
-        probs = _softmax(logits)
+        probs = softmax(logits)
         many = np.tile(logits, (_DRAWS, 1))                                        # (N, K): the same logits
         for tau in (1.0, 0.5):
             y = _call(fn, many, tau, np.random.default_rng(rng.integers(2**32)))
@@ -181,7 +181,7 @@ def local_p_weights(fn: Callable, *, trials: int = 30, seed: int | None = None) 
         positions = np.arange(s)
         in_window = np.abs(positions - np.floor(p + 0.5)[:, None]) <= d
         gauss = np.exp(-((positions - p[:, None]) ** 2) / (2 * (d / 2) ** 2))
-        full = _softmax(scores)
+        full = softmax(scores)
         wrong = {
             "σ = D: Luong's local-p uses σ = D/2": reference_local_weights(scores, p, d, sigma=d),
             "no Gaussian factor: local-p multiplies the window softmax by exp(-(s - p_t)² / (2σ²))":

@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from attention_course.ch01_sequence_models.exercises import _close, _diagnose, _pass, _softmax, reference_masked_softmax
-from attention_course.core.grading import ExerciseError, call, start
+from attention_course.ch01_sequence_models.exercises import _close, _diagnose, _pass, reference_masked_softmax
+from attention_course.core.grading import ExerciseError, call, softmax, start
 
 __all__ = ["attention_pooling", "timestep_attention", "reference_attention_pooling",
            "reference_timestep_attention"]
@@ -29,7 +29,7 @@ def reference_timestep_attention(x, W, b):
     """Permute, Dense over time, softmax over time, mean over the features, multiply.
     x (B, T, d), W (T, T) a Keras-style kernel (in, out), b (T,) → (out (B, T, d), weights (B, T))."""
     scores = x.transpose(0, 2, 1) @ W + b                         # (B, d, T)
-    weights = _softmax(scores, axis=-1).mean(axis=1)              # (B, T)
+    weights = softmax(scores, axis=-1).mean(axis=1)              # (B, T)
     return x * weights[..., None], weights
 
 
@@ -62,12 +62,12 @@ def attention_pooling(fn: Callable, *, trials: int = 20, seed: int | None = None
             raise ExerciseError(f"weights have shape {weights.shape}; expected (B, T) = {ref_w.shape}: one weight "
                                 f"per timestep (did you keep the last axis of size 1, or score the features?)")
         wrong_w = {
-            "the mask is not applied: pads must get exactly zero weight": _softmax(e),
+            "the mask is not applied: pads must get exactly zero weight": softmax(e),
             "the mask is inverted: True marks the real tokens": reference_masked_softmax(e[:, None], ~mask)[:, 0],
             "masked after the softmax without renormalising: the real tokens' weights no longer sum to 1":
-                _softmax(e) * mask,
+                softmax(e) * mask,
             "the tanh is missing: e_t = tanh(h_t·w + b)": reference_masked_softmax(raw[:, None], mask)[:, 0],
-            "softmax over the batch (axis 0) instead of over time (the last axis)": _softmax(e, axis=0),
+            "softmax over the batch (axis 0) instead of over time (the last axis)": softmax(e, axis=0),
             "no softmax: the weights are the raw scores": e * mask,
         }
         if not _close(weights, ref_w):
@@ -115,16 +115,16 @@ def timestep_attention(fn: Callable, *, trials: int = 20, seed: int | None = Non
             "(B, d, T) scores), then average over the features (axis 1)":
                 np.full((B, T), 1 / T) if d == T else np.zeros(0),
             "the softmax runs over the features; it must run over time (the last axis of the permuted (B, d, T) "
-            "scores)": _softmax(scores, axis=1).mean(axis=1),
+            "scores)": softmax(scores, axis=1).mean(axis=1),
             "the kernel is used transposed: with a Keras-style kernel (in, out) the scores are inputs @ W":
-                _softmax(xt @ W.T + b, axis=-1).mean(axis=1),
+                softmax(xt @ W.T + b, axis=-1).mean(axis=1),
             "no softmax: the weights are the averaged raw scores": scores.mean(axis=1),
             "the softmax was taken after averaging the scores: take it for every feature first, then average":
-                _softmax(scores.mean(axis=1), axis=-1),
+                softmax(scores.mean(axis=1), axis=-1),
         }
         if d == T:
             wrong_w["the Dense was applied over the features without permuting: permute x to (B, d, T) first"] = \
-                _softmax(x @ W + b, axis=-1).mean(axis=1)
+                softmax(x @ W + b, axis=-1).mean(axis=1)
         if not _close(weights, ref_w):
             raise ExerciseError(f"weights are wrong on trial {trial + 1}: {_diagnose(weights, wrong_w)}")
         if out.shape != ref_o.shape:

@@ -21,21 +21,15 @@ import numpy as np
 
 from attention_course.ch01_sequence_models.exercises import _close, _diagnose, _pass
 from attention_course.core import decode
-from attention_course.core.grading import ExerciseError, call, start
+from attention_course.core.grading import ExerciseError, call, log_softmax, softmax, start
 from attention_course.core.text import BOS, PAD
 
 __all__ = ["bahdanau_attention", "beam_step"]
 
 
-def _softmax(e, mask, axis=-1):
-    e = np.where(mask, e, -np.inf)
-    w = np.exp(e - e.max(axis, keepdims=True))
-    return w / w.sum(axis, keepdims=True)
-
-
 def _reference(s_prev, h, mask, W, U, v):
     e = np.tanh((s_prev @ W)[:, None] + h @ U) @ v                 # (B, S)
-    alpha = _softmax(e, mask)
+    alpha = softmax(e, mask=mask)
     return (alpha[:, :, None] * h).sum(1), alpha
 
 
@@ -62,12 +56,12 @@ def bahdanau_attention(fn: Callable, *, trials: int = 20, seed: int | None = Non
             e = np.tanh((s_prev @ W)[:, None] + h @ U) @ v
             raise ExerciseError("alpha: " + _diagnose(alpha, {
                 "the mask is not applied: padded source positions get weight (they must get exactly 0)":
-                    _softmax(e, np.ones_like(mask)),
+                    softmax(e, mask=np.ones_like(mask)),
                 "the softmax runs over the batch axis; it belongs over the source positions (axis 1)":
-                    _softmax(e, mask, axis=0) if mask.all() else _softmax(e, np.ones_like(mask), axis=0),
-                "tanh is missing: e_j = v · tanh(s_prev W + h_j U)": _softmax((s_prev @ W)[:, None] @ v[:, None]
-                                                                             [..., 0] + h @ U @ v, mask),
-                "W and U are swapped, or the query is not s_prev": _softmax(np.tanh(h @ U) @ v, mask),
+                    softmax(e, axis=0, mask=mask) if mask.all() else softmax(e, axis=0, mask=np.ones_like(mask)),
+                "tanh is missing: e_j = v · tanh(s_prev W + h_j U)":
+                    softmax((s_prev @ W)[:, None] @ v[:, None][..., 0] + h @ U @ v, mask=mask),
+                "W and U are swapped, or the query is not s_prev": softmax(np.tanh(h @ U) @ v, mask=mask),
             }))
         if not _close(context, ref_context):
             raise ExerciseError("context: " + _diagnose(context, {
@@ -111,11 +105,6 @@ _NAN = ("the scores contain NaN: keep the -inf scores as they are (-inf + a log-
         "0 × -inf are NaN)")
 
 
-def _log_softmax(x):
-    x = x - x.max(-1, keepdims=True)
-    return x - np.log(np.exp(x).sum(-1, keepdims=True))
-
-
 def _case(rng, kind: str):
     """Inputs of one trial: ``kind`` "first", "middle" or "finished"; ties and near-ties are avoided."""
     while True:
@@ -123,7 +112,7 @@ def _case(rng, kind: str):
         v = k + int(rng.integers(3, 6))                           # at least K + 1 tokens besides PAD and BOS
         logits = rng.normal(size=(b, k, v)) * 2
         logits[..., [PAD, BOS]] = -np.inf
-        log_probs = _log_softmax(logits)
+        log_probs = log_softmax(logits)
         scores = -np.cumsum(rng.uniform(0.2, 1.5, size=(b, k)), axis=1)
         finished = np.zeros((b, k), bool)
         if kind == "first":
@@ -136,7 +125,7 @@ def _case(rng, kind: str):
             # step changes the score), a word in the others (a wrong step extends the hypothesis)
             row = rng.normal(size=(b, v))
             row[np.arange(b), np.where(np.arange(b) == 0, PAD, rng.integers(4, v, size=b))] = 8.0
-            log_probs[np.arange(b), f] = _log_softmax(row)
+            log_probs[np.arange(b), f] = log_softmax(row)
         s, p, t = decode.beam_step(log_probs, scores, finished, k)
         every = decode.beam_step(log_probs, scores, finished, k * v)[0]         # all candidates, best first
         kept = np.take_along_axis(finished, p, 1).sum() == finished.sum()   # no finished beam falls out,

@@ -23,14 +23,9 @@ import numpy as np
 
 from attention_course.ch01_sequence_models.exercises import _close, _diagnose, _pass
 from attention_course.ch06_image_captioning.metrics import attention_correctness, draw_filterbank
-from attention_course.core.grading import ExerciseError, call, start
+from attention_course.core.grading import ExerciseError, call, softmax, start
 
 __all__ = ["visual_attention", "correctness", "draw_filters"]
-
-
-def _softmax(e, axis=-1):
-    w = np.exp(e - e.max(axis, keepdims=True))
-    return w / w.sum(axis, keepdims=True)
 
 
 def visual_attention(fn: Callable, *, trials: int = 20, seed: int | None = None) -> None:
@@ -48,7 +43,7 @@ def visual_attention(fn: Callable, *, trials: int = 20, seed: int | None = None)
             raise ExerciseError("return a pair (z, alpha): z (B, D), alpha (B, L)")
         z, alpha = (np.asarray(x, dtype=np.float64) for x in got)
         e = np.tanh((h_prev @ W)[:, None] + a @ U) @ v                # (B, L)
-        ref_alpha = _softmax(e)
+        ref_alpha = softmax(e)
         beta = 1 / (1 + np.exp(-(h_prev @ w_beta + b_beta)))          # (B,)
         context = (ref_alpha[:, :, None] * a).sum(1)
         if alpha.shape != ref_alpha.shape or z.shape != context.shape:
@@ -56,16 +51,16 @@ def visual_attention(fn: Callable, *, trials: int = 20, seed: int | None = None)
                                 f"got {alpha.shape} and {z.shape}")
         if not _close(alpha, ref_alpha):
             raise ExerciseError("alpha: " + _diagnose(alpha, {
-                "the softmax runs over the batch axis; it belongs over the locations (axis 1)": _softmax(e, 0),
-                "tanh is missing: e_i = v · tanh(h_prev W + a_i U)": _softmax((h_prev @ W @ v)[:, None] + a @ U @ v),
-                "W and U are swapped, or the query is not h_prev": _softmax(np.tanh(a @ U) @ v),
+                "the softmax runs over the batch axis; it belongs over the locations (axis 1)": softmax(e, 0),
+                "tanh is missing: e_i = v · tanh(h_prev W + a_i U)": softmax((h_prev @ W @ v)[:, None] + a @ U @ v),
+                "W and U are swapped, or the query is not h_prev": softmax(np.tanh(a @ U) @ v),
                 "alpha is the raw score e, without the softmax": e,
             }))
         if not _close(z, beta[:, None] * context):
             raise ExerciseError("z: " + _diagnose(z, {
                 "the gate is missing: z = β Σ_i alpha_i a_i with β = σ(h_prev · w_beta + b_beta)": context,
                 "the gate multiplies alpha before the softmax, or is not a sigmoid": (
-                    (_softmax(beta[:, None] * e)[:, :, None] * a).sum(1)),
+                    (softmax(beta[:, None] * e)[:, :, None] * a).sum(1)),
                 "z is the plain mean of the annotations; weight each a_i by alpha_i": beta[:, None] * a.mean(1),
                 "z sums the annotations without the weights": beta[:, None] * a.sum(1),
             }))
