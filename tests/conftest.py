@@ -68,3 +68,10 @@ def pytest_collection_modifyitems(config, items):
     if other:
         config.hook.pytest_deselected(items=other)
         items[:] = keep
+
+
+def cost_of(fw_module):
+    """The framework's cost module of ``make bench`` (``ac.bench.torch_cost`` or ``ac.bench.keras_cost``)."""
+    import attention_course as ac
+
+    return ac.bench.torch_cost if backend(fw_module).is_torch else ac.bench.keras_cost

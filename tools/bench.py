@@ -61,7 +61,7 @@ def _peak_child(framework: str, kind: str, length: int) -> None:
     session.seed_everything(0)
     if framework == "pytorch" and ac.torch.device().type == "cpu":
         session.cpu_threads()                                   # as ac.setup does
-    cost = ac.torch.cost if framework == "pytorch" else ac.keras.cost
+    cost = ac.bench.torch_cost if framework == "pytorch" else ac.bench.keras_cost
     run = cost.attention_pass(kind, 16)                               # load the kernels at a tiny size first
     run()
     run = cost.attention_pass(kind, length)
@@ -165,7 +165,7 @@ def main() -> int:
             import tensorflow as tf
 
             versions.update(keras=keras.__version__, tensorflow=tf.__version__)
-            cost = ac.keras.cost
+            cost = ac.bench.keras_cost
         else:
             import torch
 
@@ -174,7 +174,7 @@ def main() -> int:
                 session.cpu_threads()                           # as ac.setup does: what the chapters run with
             info["torch_threads"] = torch.get_num_threads()
             gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
-            cost = ac.torch.cost
+            cost = ac.bench.torch_cost
             if gpu and "ch7" in chapters:
                 info["matmul_tflops_float32"] = cost.matmul_tflops()
         for case, rows in measure(cost, args.repeats, chapters, fw).items():

@@ -1,7 +1,7 @@
 """Timed comparisons, done once and properly: ``make bench``.
 
 Wall-clock times depend on the machine and on whatever else it is doing, so no notebook or test asserts one.
-The chapters assert counted costs (``ac.torch.cost.tensor_elements``), show a live timing, and quote the
+The chapters assert counted costs (``ac.bench.torch_cost.tensor_elements``), show a live timing, and quote the
 timings that ``make bench`` measured: every case with warm-up runs, then the cases of one comparison taking
 turns ``repeats`` times (a busy moment slows them alike), reported as median and interquartile range.
 Results are written per machine to ``attention_course/benchmarks/<machine>.json`` (package data, so a notebook on
@@ -20,7 +20,7 @@ from attention_course.core.errors import ConfigError
 from attention_course.core.machine import describe
 from attention_course.core.text import BOS
 
-#: What ``ac.torch.cost.forward`` / ``ac.keras.cost.forward`` can build.
+#: What ``ac.bench.torch_cost.forward`` / ``ac.bench.keras_cost.forward`` can build.
 KINDS = ("global", "local-m", "local-p", "dot", "general", "additive", "score-additive", "score-concat")
 #: Where the committed results live: inside the package, so that they are installed with it.
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -135,3 +135,12 @@ def load(case: str | None = None) -> list[dict]:
         raise ConfigError(f"no committed benchmark results for {case!r} in {RESULTS}: run `make bench` "
                           f"(tools/bench.py) and commit attention_course/benchmarks/<machine>.json")
     return found
+
+
+def __getattr__(name: str):
+    """``bench.torch_cost`` and ``bench.keras_cost``, each imported (with its framework) when first used."""
+    if name in ("torch_cost", "keras_cost"):
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """What an attention layer costs, in Keras: one timed forward pass, and the tensors it writes.
 
-The twin of ``ac.torch.cost`` (same functions and kinds; see there). The Keras layers run as compiled graphs
+The twin of ``ac.bench.torch_cost`` (same functions and kinds; see there). The Keras layers run as compiled graphs
 (``tf.function``), as in training; ``tensor_elements`` reads the graph: the elements of every operation's
 output, without the operations that only relabel a tensor (reshape, expand_dims, identity, …).
 """
@@ -16,7 +16,7 @@ from attention_course.bench import build_layer
 
 __all__ = ["forward", "tensor_elements", "attention_pass", "MHA_KINDS"]
 
-#: What ``attention_pass`` can run (see ``ac.torch.cost``).
+#: What ``attention_pass`` can run (see ``ac.bench.torch_cost``).
 MHA_KINDS = ("explicit", "fused", "course", "framework")
 
 _RELABEL = {"Reshape", "ExpandDims", "Squeeze", "Identity", "Placeholder", "Const", "Shape", "NoOp",

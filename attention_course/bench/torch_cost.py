@@ -5,7 +5,7 @@ and waits for it (``make bench`` and the chapters time it). ``tensor_elements(ki
 elements of every new tensor that pass writes, and the largest one: a cost that does not depend on how busy
 the machine is, so the chapters can assert it. Kinds: ``"global"``, ``"local-m"``, ``"local-p"`` (Chapter 2,
 half-width ``window``), ``"dot"``, ``"general"``, ``"additive"`` (Chapter 4's ``ScoredAttention``, d = u =
-``dim``), ``"score-additive"``, ``"score-concat"`` (the score layers alone). Same names in ``ac.keras.cost``.
+``dim``), ``"score-additive"``, ``"score-concat"`` (the score layers alone). Same names in ``ac.bench.keras_cost``.
 
 ``attention_pass(kind, length, ...)`` does the same for Chapter 7's multi-head attention at the Transformer's
 sizes: ``"explicit"`` (softmax(QKᵀ/√d)V written out, the weights stored), ``"fused"`` (the framework's fused

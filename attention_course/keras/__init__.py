@@ -8,7 +8,6 @@ from attention_course.core.quiet import import_keras
 
 import_keras()
 
-from attention_course.bench import keras_cost as cost  # noqa: F401, E402  (timings and counted costs: make bench)
 from attention_course.ch01_sequence_models.keras import *  # noqa: F403, E402  (Chapter 1)
 from attention_course.ch01_sequence_models.keras import __all__ as _ch01  # noqa: E402
 from attention_course.ch02_soft_hard_attention.keras import *  # noqa: F403, E402  (Chapter 2)

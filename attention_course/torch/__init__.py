@@ -4,7 +4,6 @@ with the same names and signatures as ``ac.keras``. Each chapter's are in its fo
 
 from __future__ import annotations
 
-from attention_course.bench import torch_cost as cost  # noqa: F401  (timings and counted costs: make bench)
 from attention_course.ch01_sequence_models.torch import *  # noqa: F403  (Chapter 1)
 from attention_course.ch01_sequence_models.torch import __all__ as _ch01
 from attention_course.ch02_soft_hard_attention.torch import *  # noqa: F403  (Chapter 2)

@@ -7,7 +7,7 @@ import inspect
 import numpy as np
 import pytest
 import torch
-from conftest import as_input, to_numpy
+from conftest import as_input, cost_of, to_numpy
 
 import attention_course as ac
 from attention_course import exercises
@@ -487,13 +487,13 @@ def test_training_learns_the_pointer_task(fw, attention):
 
 def test_local_writes_less_than_global_on_long_sequences(fw):
     # a counted cost (elements of every tensor one forward pass writes), never a wall-clock time
-    long_global, long_local = (fw.cost.tensor_elements(k, 4096, window=4) for k in ("global", "local-p"))
+    long_global, long_local = (cost_of(fw).tensor_elements(k, 4096, window=4) for k in ("global", "local-p"))
     assert long_global["largest"] == 4096 * 4096                      # the (1, S, S) score matrix
     assert long_local["largest"] == 4096 * 9 * 32                     # the gathered windows (1, S, 2D+1, d)
     assert 0 < long_local["elements"] < long_global["elements"] / 2
-    short_global, short_local = (fw.cost.tensor_elements(k, 64, window=4) for k in ("global", "local-p"))
+    short_global, short_local = (cost_of(fw).tensor_elements(k, 64, window=4) for k in ("global", "local-p"))
     assert short_local["elements"] > short_global["elements"]         # no saving on short sequences
-    wider = fw.cost.tensor_elements("local-p", 4096, window=8)
+    wider = cost_of(fw).tensor_elements("local-p", 4096, window=8)
     assert wider["elements"] > long_local["elements"]
 
 
@@ -501,7 +501,8 @@ def test_cost_counts_agree_between_frameworks():
     import attention_course as ac
 
     for kind in ("global", "local-m", "dot", "additive", "score-additive", "score-concat"):
-        k, t = ac.keras.cost.tensor_elements(kind, 64, dim=16), ac.torch.cost.tensor_elements(kind, 64, dim=16)
+        k = ac.bench.keras_cost.tensor_elements(kind, 64, dim=16)
+        t = ac.bench.torch_cost.tensor_elements(kind, 64, dim=16)
         assert k["largest"] == t["largest"], kind
         assert abs(k["elements"] - t["elements"]) <= 0.5 * t["elements"], (kind, k, t)
 

@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 import torch
-from conftest import to_numpy
+from conftest import cost_of, to_numpy
 
 import attention_course as ac
 from attention_course.core.errors import ConfigError, ShapeError
@@ -218,10 +218,10 @@ def test_positions_twins_agree():
 
 @pytest.mark.parametrize("backward", [False, True])
 def test_every_benchmarked_attention_runs(fw, backward):
-    for kind in fw.cost.MHA_KINDS:
-        fw.cost.attention_pass(kind, 8, batch=2, heads=2, d_head=4, backward=backward)()
+    for kind in cost_of(fw).MHA_KINDS:
+        cost_of(fw).attention_pass(kind, 8, batch=2, heads=2, d_head=4, backward=backward)()
     with pytest.raises(ValueError, match="unknown attention kind 'sparse'"):
-        fw.cost.attention_pass("sparse", 8)
+        cost_of(fw).attention_pass("sparse", 8)
 
 
 def test_attention_flops_count_what_torch_counts():
@@ -231,9 +231,9 @@ def test_attention_flops_count_what_torch_counts():
     from torch.utils.flop_counter import FlopCounterMode
 
     counted = {}
-    for kind in ac.torch.cost.MHA_KINDS:
+    for kind in ac.bench.torch_cost.MHA_KINDS:
         for backward in (False, True):
-            run = ac.torch.cost.attention_pass(kind, 32, batch=2, heads=2, d_head=8, backward=backward)
+            run = ac.bench.torch_cost.attention_pass(kind, 32, batch=2, heads=2, d_head=8, backward=backward)
             with FlopCounterMode(display=False) as counter:
                 run()
             counted[kind, backward] = counter.get_total_flops()
