@@ -116,3 +116,35 @@ def test_an_earlier_chapter_shows_no_later_chapters_feature(framework):
     assert "cache" not in parameters(ch07.MultiHeadAttention) and not hasattr(ch07, "KVCache")
     assert issubclass(ch08.CachedMultiHeadAttention, ch07.MultiHeadAttention)
     assert "cache" in parameters(ch08.CachedMultiHeadAttention) and hasattr(ch08, "KVCache")
+
+
+def test_no_import_cycle():
+    """No module reaches itself through the import statements of the package (a late import inside a function
+    counts as much as one at the top: it only hides the circle)."""
+    names = {name for name, _ in modules()}
+
+    def resolve(target: str) -> str | None:
+        while target and target not in names and f"{target}.__init__" not in names:
+            target = target.rpartition(".")[0]
+        return None if not target else (target if target in names else f"{target}.__init__")
+
+    graph = {name: {t for t in map(resolve, imports(path)) if t and t != name} for name, path in modules()}
+    graph = {n.removesuffix(".__init__"): {t.removesuffix(".__init__") for t in ts} for n, ts in graph.items()}
+    # a package's __init__ and its own modules are one room: importing a submodule runs the package first
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> list[str] | None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if nxt.startswith(node + ".") or node.startswith(nxt + "."):
+                continue
+            if state.get(nxt) == 1:
+                return path + [nxt]
+            if nxt not in state and (found := visit(nxt, path + [nxt])):
+                return found
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (cycle := visit(start, [start])):
+            pytest.fail("import cycle: " + " -> ".join(cycle))
