@@ -1,9 +1,17 @@
-"""Framework-neutral training helpers: progress bars, mini-batches and a history for plots."""
+"""Framework-neutral training: the loop every ``fit`` runs (epochs of shuffled mini-batches, validation, keeping the
+best weights, resuming from a checkpoint, progress), mini-batches, progress bars and a history for plots.
+
+A framework takes part through a :class:`Trainer`: one training step on a mini-batch, its weights, the validation
+loss and its checkpoints. ``attention_course.core.torch.train`` and ``core.keras.train`` each write one; the loop
+itself, :func:`run`, is written once."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -69,3 +77,67 @@ def warmup_schedule(d_model: int, warmup: int, factor: float = 1.0) -> Callable[
         return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
 
     return rate
+
+
+class Trainer(Protocol):
+    """One framework's side of a training run (see :func:`run`)."""
+
+    def step(self, xs: list[np.ndarray], y: np.ndarray, step: int) -> tuple[float, int, int]:
+        """Train on one mini-batch (``step`` counts from 1): its mean loss, correct predictions, counted targets."""
+
+    def start_epoch(self) -> None:
+        """Put the model in training mode."""
+
+    def weights(self) -> Any:
+        """A copy of the model's weights."""
+
+    def set_weights(self, weights: Any) -> None: ...
+
+    def validation_loss(self, inputs, targets) -> float: ...
+
+    def save(self, path: Path, history: History, best: dict | None, epoch: int) -> None:
+        """The run so far (weights, optimizer, history, best weights) as a course checkpoint."""
+
+    def load(self, path: Path) -> tuple[dict, dict | None, int]:
+        """Put a checkpoint back; return (history metrics, best, epochs done)."""
+
+
+def run(trainer: Trainer, inputs, targets, *, epochs: int, batch_size: int, seed: int, desc: str,
+        validation: tuple | None = None, checkpoint: str | os.PathLike | None = None, context=None) -> History:
+    """The training loop of every ``fit``: ``epochs`` passes over ``inputs``/``targets`` in mini-batches shuffled by
+    ``seed``; after each epoch the validation loss (when ``validation`` = (inputs, targets) is given, the weights of
+    the best epoch are put back at the end) and a checkpoint (a run that finds ``checkpoint`` resumes after the
+    epoch it holds, with the same shuffles as an unbroken run). ``context``: a context manager around the loop."""
+    n = len(targets)
+    history, best, done = History(), None, 0
+    if checkpoint is not None and Path(checkpoint).exists():                 # resume an interrupted run
+        history.metrics, best, done = trainer.load(Path(checkpoint))
+    rng = np.random.default_rng(seed)
+    for _ in range(done):                                                    # the same shuffles as an unbroken run
+        rng.permutation(n)
+    per_epoch = (n + batch_size - 1) // batch_size
+    steps, step = (epochs - done) * per_epoch, done * per_epoch
+    with context or nullcontext(), progress(total=steps, desc=desc) as bar:
+        for epoch in range(done, epochs):
+            trainer.start_epoch()
+            total, correct, count = 0.0, 0, 0
+            for idx in batches(n, batch_size, rng):
+                step += 1
+                loss, hits, kept = trainer.step([a[idx] for a in inputs], targets[idx], step)
+                total += loss * len(idx)
+                correct += hits
+                count += kept
+                bar.update(1)
+            history.log(loss=total / n, accuracy=correct / max(count, 1))
+            if validation is not None:
+                val_loss = trainer.validation_loss(*validation)
+                history.log(val_loss=val_loss)
+                if best is None or val_loss < best["val_loss"]:
+                    best = {"val_loss": val_loss, "epoch": epoch + 1, "model": trainer.weights()}
+            bar.set_postfix(loss=f"{total / n:.3f}", acc=f"{correct / max(count, 1):.3f}")
+            if checkpoint is not None:
+                trainer.save(Path(checkpoint), history, best, epoch + 1)
+    if best is not None:
+        trainer.set_weights(best["model"])                               # the epoch with the lowest validation loss
+        history.best_epoch = best["epoch"]
+    return history

@@ -14,7 +14,7 @@ from keras import ops
 from attention_course.core import checkpoint as checkpoints
 from attention_course.core import validate
 from attention_course.core.keras import inputs as course_inputs
-from attention_course.core.train import History, accuracy_of, batches, progress
+from attention_course.core.train import History, accuracy_of, run
 
 
 def device() -> str:
@@ -61,15 +61,6 @@ def fit(model: keras.Model, inputs, targets, *, epochs: int, batch_size: int = 6
     logits = model(*[a[:2] for a in inputs])             # build the variables eagerly
     validate.targets(targets, (n, *logits.shape[1:]), ignore_index)
     optimizer.build(model.trainable_variables)
-    history, best, done = History(), None, 0
-    if checkpoint is not None and Path(checkpoint).exists():     # resume an interrupted run
-        arrays, meta = checkpoints.load(checkpoint)
-        model.set_weights(checkpoints.numbered(arrays, "model"))
-        for variable, value in zip(optimizer.variables, checkpoints.numbered(arrays, "optimizer"), strict=True):
-            variable.assign(value)
-        history.metrics, done = meta["history"], meta["epoch"]
-        if meta["best"] is not None:
-            best = {**meta["best"], "model": checkpoints.numbered(arrays, "best")}
 
     @tf.function(reduce_retracing=True)
     def train_step(xs, y):
@@ -78,42 +69,55 @@ def fit(model: keras.Model, inputs, targets, *, epochs: int, batch_size: int = 6
             loss, hits, count = _masked_loss_and_hits(y, logits, ignore_index, label_smoothing)
         grads = tape.gradient(loss, model.trainable_variables)
         # embeddings get sparse gradients; Keras' Adam mis-updates a row that repeats within a batch unless
-        # they are made dense (see tests/test_package.py::test_keras_fit_updates_repeated_embedding_rows)
+        # they are made dense (see tests/core/test_package.py::test_keras_fit_updates_repeated_embedding_rows)
         grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
         optimizer.apply(grads, model.trainable_variables)
         return loss, hits, count
 
-    rng = np.random.default_rng(seed)
-    for _ in range(done):                                        # the same shuffles as an unbroken run
-        rng.permutation(n)
-    per_epoch = (n + batch_size - 1) // batch_size
-    steps, step = (epochs - done) * per_epoch, done * per_epoch
-    with course_inputs.graph_errors(), progress(total=steps, desc=desc or "keras") as bar:
-        for epoch in range(done, epochs):
-            total, correct, count = 0.0, 0, 0
-            for idx in batches(n, batch_size, rng):
-                xs = tuple(tf.convert_to_tensor(a[idx]) for a in inputs)
-                step += 1
-                if schedule is not None:
-                    optimizer.learning_rate.assign(schedule(step))
-                loss, hits, kept = train_step(xs, tf.convert_to_tensor(targets[idx]))
-                total += float(loss) * len(idx)
-                correct += int(hits)
-                count += int(kept)
-                bar.update(1)
-            history.log(loss=total / n, accuracy=correct / max(count, 1))
-            if validation is not None:
-                val_loss = evaluate_loss(model, *validation, ignore_index=ignore_index, batch_size=batch_size)
-                history.log(val_loss=val_loss)
-                if best is None or val_loss < best["val_loss"]:
-                    best = {"val_loss": val_loss, "epoch": epoch + 1, "model": model.get_weights()}
-            bar.set_postfix(loss=f"{total / n:.3f}", acc=f"{correct / max(count, 1):.3f}")
-            if checkpoint is not None:
-                _save(Path(checkpoint), model, optimizer, history, best, epoch + 1)
-    if best is not None:
-        model.set_weights(best["model"])                         # the epoch with the lowest validation loss
-        history.best_epoch = best["epoch"]
-    return history
+    trainer = _Trainer(model, optimizer, train_step, schedule=schedule, ignore_index=ignore_index,
+                       batch_size=batch_size)
+    return run(trainer, inputs, targets, epochs=epochs, batch_size=batch_size, seed=seed, desc=desc or "keras",
+               validation=validation, checkpoint=checkpoint, context=course_inputs.graph_errors())
+
+
+class _Trainer:
+    """Keras' side of the course's training loop (:func:`attention_course.core.train.run`): ``train_step``, a
+    compiled step of Adam on cross-entropy, and a learning-rate schedule when asked."""
+
+    def __init__(self, model: keras.Model, optimizer, train_step, *, schedule: Callable[[int], float] | None,
+                 ignore_index: int | None, batch_size: int):
+        self.model, self.optimizer, self.train_step = model, optimizer, train_step
+        self.schedule, self.ignore_index, self.batch_size = schedule, ignore_index, batch_size
+
+    def start_epoch(self) -> None:
+        pass                                                     # Keras layers take training= at each call
+
+    def step(self, xs, y, step: int) -> tuple[float, int, int]:
+        xs = tuple(tf.convert_to_tensor(a) for a in xs)
+        if self.schedule is not None:
+            self.optimizer.learning_rate.assign(self.schedule(step))
+        loss, hits, kept = self.train_step(xs, tf.convert_to_tensor(y))
+        return float(loss), int(hits), int(kept)
+
+    def weights(self) -> list:
+        return self.model.get_weights()
+
+    def set_weights(self, weights: list) -> None:
+        self.model.set_weights(weights)
+
+    def validation_loss(self, inputs, targets) -> float:
+        return evaluate_loss(self.model, inputs, targets, ignore_index=self.ignore_index, batch_size=self.batch_size)
+
+    def save(self, path: Path, history: History, best: dict | None, epoch: int) -> None:
+        _save(path, self.model, self.optimizer, history, best, epoch)
+
+    def load(self, path: Path) -> tuple[dict, dict | None, int]:
+        arrays, meta = checkpoints.load(path)
+        self.model.set_weights(checkpoints.numbered(arrays, "model"))
+        for variable, value in zip(self.optimizer.variables, checkpoints.numbered(arrays, "optimizer"), strict=True):
+            variable.assign(value)
+        best = None if meta["best"] is None else {**meta["best"], "model": checkpoints.numbered(arrays, "best")}
+        return meta["history"], best, meta["epoch"]
 
 
 def _save(path: Path, model, optimizer, history: History, best: dict | None, epoch: int) -> None:

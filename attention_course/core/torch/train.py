@@ -12,7 +12,7 @@ from torch import nn
 
 from attention_course.core import checkpoint as checkpoints
 from attention_course.core import validate
-from attention_course.core.train import History, accuracy_of, batches, progress
+from attention_course.core.train import History, accuracy_of, run
 
 
 def device() -> torch.device:
@@ -39,66 +39,70 @@ def fit(model: nn.Module, inputs, targets, *, epochs: int, batch_size: int = 64,
     learning rate, in place of ``lr`` (``attention_course.core.train.warmup_schedule``).
     Returns the per-epoch history (loss, accuracy[, val_loss]).
     """
-    n = validate.examples(inputs, targets)                                  # as many examples in each
+    validate.examples(inputs, targets)                                      # as many examples in each
     epochs, batch_size = validate.sizes(epochs=epochs, batch_size=batch_size)
     validate.positive("lr", lr)
     if clip_norm is not None:
         validate.positive("clip_norm", clip_norm)
-    dev = device()
-    model.to(dev).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     validate.rate("label_smoothing", label_smoothing, "the share of probability spread over all classes")
-    loss_fn = nn.CrossEntropyLoss(ignore_index=-100 if ignore_index is None else ignore_index,
-                                  label_smoothing=label_smoothing)
-    history, best, done = History(), None, 0
-    if checkpoint is not None and Path(checkpoint).exists():                 # resume an interrupted run
-        history.metrics, best, done = _load(Path(checkpoint), model, optimizer, dev)
-    rng = np.random.default_rng(seed)
-    for _ in range(done):                                                    # the same shuffles as an unbroken run
-        rng.permutation(n)
-    checked = False
-    per_epoch = (n + batch_size - 1) // batch_size
-    steps, step = (epochs - done) * per_epoch, done * per_epoch
-    with progress(total=steps, desc=desc or "pytorch") as bar:
-        for epoch in range(done, epochs):
-            model.train()
-            total, correct, count = 0.0, 0, 0
-            for idx in batches(n, batch_size, rng):
-                *xs, y = _tensors([a[idx] for a in inputs] + [targets[idx]], dev)
-                logits = model(*xs)                                  # (b, [T,] classes)
-                if not checked:                                      # once: do the targets fit the logits?
-                    validate.targets(targets, (n, *logits.shape[1:]), ignore_index)
-                    checked = True
-                loss = loss_fn(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
-                optimizer.zero_grad()
-                loss.backward()
-                step += 1
-                if schedule is not None:
-                    for group in optimizer.param_groups:
-                        group["lr"] = schedule(step)
-                if clip_norm is not None:
-                    nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
-                optimizer.step()
-                keep = y != ignore_index if ignore_index is not None else torch.ones_like(y, dtype=torch.bool)
-                correct += int(((logits.argmax(-1) == y) & keep).sum())
-                count += int(keep.sum())
-                total += loss.item() * len(idx)
-                bar.update(1)
-            history.log(loss=total / n, accuracy=correct / max(count, 1))
-            if validation is not None:
-                val_loss = evaluate_loss(model, *validation, ignore_index=ignore_index, batch_size=batch_size)
-                history.log(val_loss=val_loss)
-                if best is None or val_loss < best["val_loss"]:
-                    best = {"val_loss": val_loss, "epoch": epoch + 1,
-                            "model": {k: v.detach().clone() for k, v in model.state_dict().items()}}
-            bar.set_postfix(loss=f"{total / n:.3f}", acc=f"{correct / max(count, 1):.3f}")
-            if checkpoint is not None:
-                _save(Path(checkpoint), model, optimizer, history, best, epoch + 1)
-    if best is not None:
-        model.load_state_dict(best["model"])                         # the epoch with the lowest validation loss
-        history.best_epoch = best["epoch"]
+    trainer = _Trainer(model, targets, lr=lr, ignore_index=ignore_index, clip_norm=clip_norm,
+                       label_smoothing=label_smoothing, schedule=schedule, batch_size=batch_size)
+    history = run(trainer, inputs, targets, epochs=epochs, batch_size=batch_size, seed=seed,
+                  desc=desc or "pytorch", validation=validation, checkpoint=checkpoint)
     model.eval()
     return history
+
+
+class _Trainer:
+    """PyTorch's side of the course's training loop (:func:`attention_course.core.train.run`): Adam on
+    cross-entropy, with gradient clipping and a learning-rate schedule when asked."""
+
+    def __init__(self, model: nn.Module, targets, *, lr: float, ignore_index: int | None, clip_norm: float | None,
+                 label_smoothing: float, schedule: Callable[[int], float] | None, batch_size: int):
+        self.model, self.targets, self.dev = model, targets, device()
+        model.to(self.dev).train()
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+        self.loss_fn = nn.CrossEntropyLoss(ignore_index=-100 if ignore_index is None else ignore_index,
+                                           label_smoothing=label_smoothing)
+        self.ignore_index, self.clip_norm, self.schedule = ignore_index, clip_norm, schedule
+        self.batch_size = batch_size
+        self.checked = False
+
+    def start_epoch(self) -> None:
+        self.model.train()
+
+    def step(self, xs, y, step: int) -> tuple[float, int, int]:
+        *xs, y = _tensors([*xs, y], self.dev)
+        logits = self.model(*xs)                                     # (b, [T,] classes)
+        if not self.checked:                                         # once: do the targets fit the logits?
+            validate.targets(self.targets, (len(self.targets), *logits.shape[1:]), self.ignore_index)
+            self.checked = True
+        loss = self.loss_fn(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        self.optimizer.zero_grad()
+        loss.backward()
+        if self.schedule is not None:
+            for group in self.optimizer.param_groups:
+                group["lr"] = self.schedule(step)
+        if self.clip_norm is not None:
+            nn.utils.clip_grad_norm_(self.model.parameters(), self.clip_norm)
+        self.optimizer.step()
+        keep = y != self.ignore_index if self.ignore_index is not None else torch.ones_like(y, dtype=torch.bool)
+        return loss.item(), int(((logits.argmax(-1) == y) & keep).sum()), int(keep.sum())
+
+    def weights(self) -> dict:
+        return {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+
+    def set_weights(self, weights: dict) -> None:
+        self.model.load_state_dict(weights)
+
+    def validation_loss(self, inputs, targets) -> float:
+        return evaluate_loss(self.model, inputs, targets, ignore_index=self.ignore_index, batch_size=self.batch_size)
+
+    def save(self, path: Path, history: History, best: dict | None, epoch: int) -> None:
+        _save(path, self.model, self.optimizer, history, best, epoch)
+
+    def load(self, path: Path) -> tuple[dict, dict | None, int]:
+        return _load(path, self.model, self.optimizer, self.dev)
 
 
 def _numpy(tensors: dict, prefix: str) -> dict[str, np.ndarray]:
