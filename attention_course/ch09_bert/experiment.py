@@ -509,7 +509,7 @@ def finetune_table(runs: list[dict], chapter3_runs: Sequence[dict] = ()):
 
 # ---- is attention an explanation? ----------------------------------------------------------------------------
 
-CHUNK = 128     # sentences per forward pass in these probes: small batches keep the memory down
+CHUNK = 128     # sentences per forward pass in these tests: small batches keep the memory down
 
 
 def classify(fw: ModuleType, model, ids, mask) -> tuple[np.ndarray, np.ndarray]:

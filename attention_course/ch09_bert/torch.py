@@ -1,7 +1,7 @@
 """Chapter 9 in PyTorch: BERT, Chapter 8's post-LN encoder layers (GELU, LayerNorm epsilon 1e-12) under token,
 position and segment embeddings; the masked-language-model head that pretrains it and the classifier that
 fine-tunes it; the loading of BERT weights (``pretrained.py`` beside it). Then whether the classifier's attention
-explains its prediction, the two probes of Jain & Wallace (2019): the attention that feeds the classifier directly
+explains its prediction, the two tests of Jain & Wallace (2019): the attention that feeds the classifier directly
 is the last layer's, in the row of the [CLS] query (the pooler reads [CLS]'s final vector and nothing else);
 ``logits_with_cls_attention`` runs the model with that row replaced (permuted, say), ``token_gradients`` measures
 how much the prediction depends on each token's input vector. Same names and signatures as ``keras.py``
