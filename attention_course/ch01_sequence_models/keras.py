@@ -15,7 +15,7 @@ import keras
 import numpy as np
 from keras import layers, ops
 
-from attention_course.core import validate
+from attention_course.ch01_sequence_models import validate
 from attention_course.core.keras import inputs
 from attention_course.core.keras.base import Layer, Model
 from attention_course.core.text import BOS

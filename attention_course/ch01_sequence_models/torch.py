@@ -14,7 +14,7 @@ import math
 import torch
 from torch import nn
 
-from attention_course.core import validate
+from attention_course.ch01_sequence_models import validate
 from attention_course.core.text import BOS
 from attention_course.core.torch import inputs
 

@@ -21,7 +21,7 @@ import tensorflow as tf
 from keras import layers, ops
 
 from attention_course.ch01_sequence_models.keras import DotProductAttention, masked_softmax
-from attention_course.core import validate
+from attention_course.ch02_soft_hard_attention import validate
 from attention_course.core.choices import POINTER_ATTENTION
 from attention_course.core.errors import ConfigError
 from attention_course.core.keras import inputs

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from attention_course.ch01_sequence_models.torch import DotProductAttention, masked_softmax
-from attention_course.core import validate
+from attention_course.ch02_soft_hard_attention import validate
 from attention_course.core.choices import POINTER_ATTENTION
 from attention_course.core.errors import ConfigError
 from attention_course.core.metrics import mean_entropy

@@ -16,7 +16,7 @@ import math
 from keras import layers, ops
 
 from attention_course.ch01_sequence_models.keras import Seq2Seq, masked_softmax
-from attention_course.core import validate
+from attention_course.ch04_score_functions import validate
 from attention_course.core.choices import SCORES, score_layer
 from attention_course.core.keras import inputs
 from attention_course.core.keras.base import BuildOnCall, Layer

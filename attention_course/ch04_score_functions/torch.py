@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from attention_course.ch01_sequence_models.torch import Seq2Seq, masked_softmax
-from attention_course.core import validate
+from attention_course.ch04_score_functions import validate
 from attention_course.core.choices import SCORES, score_layer
 from attention_course.core.torch import inputs
 

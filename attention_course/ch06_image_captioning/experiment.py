@@ -21,8 +21,9 @@ import numpy as np
 from attention_course.ch05_neural_machine_translation.experiment import parameters
 from attention_course.ch06_image_captioning import flickr8k as f8k
 from attention_course.ch06_image_captioning import metrics as cm
+from attention_course.ch06_image_captioning import validate
 from attention_course.ch06_image_captioning.scenes import DIGIT_WORDS, Cluttered, Scenes, cluttered_digits, digit_scenes
-from attention_course.core import decode, validate
+from attention_course.core import decode
 from attention_course.core.backend import backend, no_grad, to_numpy
 from attention_course.core.errors import ConfigError, ShapeError
 from attention_course.core.text import BOS, EOS, PAD, Vocab, pad_batch
@@ -344,7 +345,6 @@ def attention_gradients(fw: ModuleType, model, data: CaptionData, *, draws: int 
       sampled draws (what the moving average of training tracks).
 
     The three share the mini-batches and the Gumbel noise. Returns estimator → gradients (draws, n_weights)."""
-    from attention_course.core import validate
 
     if getattr(model, "attention", None) != "hard":
         raise ConfigError(f"attention_gradients needs a Captioner with attention='hard', got "

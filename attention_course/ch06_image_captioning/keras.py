@@ -24,7 +24,7 @@ from keras import layers, ops
 
 from attention_course.ch04_score_functions.keras import AdditiveScore
 from attention_course.ch05_neural_machine_translation.keras import embedding
-from attention_course.core import validate
+from attention_course.ch06_image_captioning import validate
 from attention_course.core.choices import CAPTION_ATTENTION
 from attention_course.core.errors import ConfigError, ShapeError
 from attention_course.core.keras import inputs

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attention_course.core import validate
+from attention_course.ch06_image_captioning import validate
 from attention_course.core.errors import ConfigError
 
 __all__ = ["DIGIT_WORDS", "COLOURS", "DigitObject", "Scenes", "digit_scenes", "scene_caption", "digit_scans",

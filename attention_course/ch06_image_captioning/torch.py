@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from attention_course.ch04_score_functions.torch import AdditiveScore
-from attention_course.core import validate
+from attention_course.ch06_image_captioning import validate
 from attention_course.core.choices import CAPTION_ATTENTION
 from attention_course.core.errors import ConfigError, ShapeError
 from attention_course.core.text import PAD

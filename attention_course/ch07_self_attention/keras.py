@@ -16,7 +16,7 @@ import keras
 import numpy as np
 from keras import initializers, layers, ops
 
-from attention_course.core import validate
+from attention_course.ch07_self_attention import validate
 from attention_course.core.keras import inputs
 from attention_course.core.keras.base import BuildOnCall, Layer, Model
 

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attention_course.core import validate
+from attention_course.ch07_self_attention import validate
 from attention_course.core.torch import inputs
 
 __all__ = ["causal_mask", "scaled_dot_product_attention", "split_heads", "merge_heads", "SelfAttention",

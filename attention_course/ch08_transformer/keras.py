@@ -15,7 +15,7 @@ import numpy as np
 from keras import initializers, layers, ops
 
 from attention_course.ch07_self_attention.keras import MultiHeadAttention, rope, sinusoids
-from attention_course.core import validate
+from attention_course.ch08_transformer import validate
 from attention_course.core.keras import inputs
 from attention_course.core.keras.base import BuildOnCall, Layer, Model
 

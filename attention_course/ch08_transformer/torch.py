@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attention_course.ch07_self_attention.torch import MultiHeadAttention, rope, sinusoids
-from attention_course.core import validate
+from attention_course.ch08_transformer import validate
 from attention_course.core.torch import inputs
 
 __all__ = ["KVCache", "CachedMultiHeadAttention", "FeedForward", "EncoderLayer", "DecoderLayer", "Transformer",

@@ -188,17 +188,6 @@ def attention_shapes(query, key, value, mask=None, same_d: bool = True) -> None:
             raise ShapeError(f"mask of shape {m} does not fit query {q} and key {k}: {hint}")
 
 
-def score_shapes(score, query, key, value=None, mask=None) -> None:
-    """Shape errors for a score layer (either framework). Dot scores need d_q == d_k; learned scores
-    (``score.d_query``/``score.d_key`` set) accept any pair of sizes, but only the ones they were built for."""
-    learned = getattr(score, "d_query", None) is not None
-    attention_shapes(query, key, key if value is None else value, mask, same_d=not learned)
-    q, k = shape_of(query), shape_of(key)
-    if learned and (q[-1] != score.d_query or k[-1] != score.d_key):
-        raise ShapeError(f"{type(score).__name__} was built for d_query={score.d_query} and d_key={score.d_key}, "
-                         f"but got query {q} (d_q={q[-1]}) and key {k} (d_k={k[-1]})")
-
-
 def choice(what: str, value, options) -> None:
     """Raise :class:`ConfigError` unless ``value`` is one of ``options``; the message lists them."""
     if value not in options:
@@ -221,13 +210,6 @@ def sequence_shapes(name: str, x, mask=None, features: int | None = None, steps:
     if mask is not None and shape_of(mask) != s[:2]:
         raise ShapeError(f"{name}: the {mask_name} must be (batch, T) = {s[:2]} to fit the input {s}; "
                          f"got {mask_name} {shape_of(mask)}")
-
-
-def not_empty(name: str, shape, axis: int = 1, what: str = "T") -> None:
-    """A sequence needs at least one position on ``axis``."""
-    if shape[axis] == 0:
-        raise ShapeError(f"{name} has no positions: shape {tuple(shape)} has {what} = 0; "
-                         f"give every sequence at least one position")
 
 
 def some_rows(name: str, shape) -> None:
@@ -294,53 +276,11 @@ def query_and_memory(layer: str, query, d_query: int, memory, d_memory: int, mas
             raise ShapeError(f"{layer}: the mask must be (batch, {steps}) = {m[:2]} to fit {m_name} {m}; got mask {k}")
 
 
-def images(name: str, dtype, shape, multiple: int = 1, channels: int | None = None, floats: bool = True) -> None:
-    """Images (B, H, W, C), H and W multiples of ``multiple`` and at least 1, C = ``channels`` when given, of
-    floats when ``floats`` (a model that learned from intensities in [0, 1]; a linear read takes any numbers)."""
-    want = f"(B, H, W, {channels if channels else 'C'})" + (f" with H and W multiples of {multiple}"
-                                                             if multiple > 1 else "")
-    shape = tuple(shape)
-    if (len(shape) != 4 or (channels is not None and shape[-1] not in (None, channels))
-            or any(d is not None and (d == 0 or d % multiple) for d in shape[1:3])):
-        empty = len(shape) == 4 and 0 in shape[1:3]
-        raise ShapeError(f"{name} must be {want}; got {shape}" + (", images of no pixels" if empty else ""))
-    if floats and kind(dtype) != "float":
-        raise InputError(f"{name} must hold floats (intensities in [0, 1]); got {dtype} of shape {shape}: convert "
-                         f"them to float32 (divide 0-255 pixels by 255)")
-
-
-def captioner_inputs(name: str, dtype, shape, features: int | None) -> None:
-    """What a captioner reads: images (B, H, W, 3) with H and W multiples of 8, or, built with ``features``, grids of
-    annotation vectors (B, L, features) that a pretrained CNN computed; floats either way."""
-    shape = tuple(shape)
-    if features is None:
-        images(name, dtype, shape, multiple=8, channels=3)
-    elif len(shape) != 3 or shape[2] not in (None, features) or shape[1] == 0:
-        raise ShapeError(f"{name} must be (B, L, {features}): L annotation vectors of {features} features per image "
-                         f"(the model was built with features={features}); got {shape}")
-    else:
-        floating(name, dtype, shape)
-
-
-WINDOW_RULES = {"sigma2": (0.0, False, "the filters' variance: 0 divides by zero"),
-                "delta": (0.0, True, "the stride between filters"), "gamma": (0.0, True, "the intensity")}
-
-
-def window_parameter(name: str, shape, batch: int | None, values=None) -> None:
-    """One of DRAW's window parameters (gx, gy, sigma2, delta, gamma) for ``batch`` images: a number or one per
-    image, shape (B,) (or (B, 1)). ``values``, when the caller has them on the host (numbers and NumPy arrays, not
-    the model's own tensors), must be finite, sigma2 > 0, delta >= 0 and gamma >= 0."""
-    shape = tuple(shape)
-    rest = [d for d in shape if d != 1]                              # none: one number for every image
-    if rest and not (len(rest) == 1 and (None in (rest[0], batch) or rest[0] == batch)):
-        raise ShapeError(f"{name} must be a number or one per image, shape (B,) = ({batch},); got shape {shape}")
-    if values is None:
-        return
-    values = np.asarray(values, dtype=np.float64)
-    low, inclusive, what = WINDOW_RULES.get(name, (-math.inf, False, "a position in pixels"))
-    if not np.isfinite(values).all() or (values < low).any() or (not inclusive and (values <= low).any()):
-        bound = "" if low == -math.inf else f" and {'>=' if inclusive else '>'} {low:g}"
-        raise InputError(f"{name} ({what}) must be finite{bound}; got {values.ravel()[:4].tolist()}")
+def not_empty(name: str, shape, axis: int = 1, what: str = "T") -> None:
+    """A sequence needs at least one position on ``axis``."""
+    if shape[axis] == 0:
+        raise ShapeError(f"{name} has no positions: shape {tuple(shape)} has {what} = 0; "
+                         f"give every sequence at least one position")
 
 
 def id_shape(name: str, shape, ndim: int = 2, length: int | None = None) -> None:
@@ -370,82 +310,11 @@ def same_shape(name: str, shape, expected, expected_name: str) -> None:
         raise ShapeError(f"{name} must have the shape of {expected_name}, {tuple(expected)}; got {tuple(shape)}")
 
 
-def softmax_shapes(scores, mask) -> None:
-    """masked_softmax: scores (B, T_q, T_k), mask (B, T_k) or broadcastable to (B, T_q, T_k)."""
-    if mask is None:
-        return
-    if len(scores) != 3:
-        raise ShapeError(f"masked_softmax expects scores (batch, T_q, T_k) with a mask; got scores {scores}")
-    b, t_q, t_k = scores
-    if len(mask) == 2:
-        ok = all(None in (m, s) or m == s for m, s in zip(mask, (b, t_k), strict=True))   # None: unknown
-        hint = f"a 2-D key mask must be (batch, T_k) = {(b, t_k)}"
-    else:
-        ok = len(mask) == 3 and all(None in (m, s) or m in (1, s) for m, s in zip(mask, scores, strict=True))
-        hint = f"a mask must be (batch, T_k) = {(b, t_k)} or broadcast to (batch, T_q, T_k) = {scores}"
-    if not ok:
-        raise ShapeError(f"mask of shape {mask} does not fit scores {scores}: {hint}")
-
-
-def heads(d_model: int, heads: int, rotary: bool = False) -> None:
-    """Multi-head attention splits d_model into ``heads`` equal parts (even ones for RoPE's pairs)."""
-    integer("d_model", d_model)
-    integer("heads", heads)
-    if d_model % heads:
-        raise ConfigError(f"d_model={d_model} does not split into heads={heads} equal parts: choose heads that "
-                          f"divide d_model (d_head = d_model / heads)")
-    if rotary and (d_model // heads) % 2:
-        raise ConfigError(f"rotary=True rotates pairs of features, so d_head = d_model / heads must be even; "
-                          f"got d_model={d_model}, heads={heads}, d_head={d_model // heads}")
-
-
-def model_width(layer, x) -> None:
-    """The last axis of x is the d_model the layer was built for."""
-    shape = shape_of(x)
-    if shape[-1] not in (None, layer.d_model):
-        raise ShapeError(f"{type(layer).__name__} was built for d_model={layer.d_model}, but got an input of shape "
-                         f"{shape} (last axis {shape[-1]})")
-
-
 def positions(length, max_len: int) -> None:
     """Learned position vectors exist for positions 0 … max_len − 1 only."""
     if length is not None and length > max_len:
         raise ShapeError(f"LearnedPositions has vectors for {max_len} positions, but the input has T={length}: a "
                          f"learned table cannot go past the length it was built for (sinusoids and RoPE can)")
-
-
-def within_context(length, context: int) -> None:
-    """A language model reads at most ``context`` tokens: the cached ones and the new ones together."""
-    if length is not None and length > context:
-        raise ShapeError(f"LanguageModel reads at most context={context} tokens, but got {length} (the cached tokens "
-                         f"and the input together): keep the last {context}, or build the model with a larger context")
-
-
-def rope_shape(shape) -> None:
-    """RoPE rotates pairs of features: x (B, h, T, d) with d even."""
-    if len(shape) != 4 or (shape[-1] is not None and shape[-1] % 2):
-        raise ShapeError(f"rope expects x of shape (batch, heads, T, d_head) with d_head even; got {tuple(shape)}")
-
-
-def head_shapes(query, key, value, mask=None) -> None:
-    """scaled_dot_product_attention: query (B, h, T_q, d), key (B, h, T_k, d), value (B, h, T_k, d_v), mask
-    (B, T_k) or (B, T_q, T_k)."""
-    q, k, v = shape_of(query), shape_of(key), shape_of(value)
-    if len(q) != 4 or len(k) != 4 or len(v) != 4:
-        raise ShapeError(f"scaled_dot_product_attention expects 4-D query (batch, heads, T_q, d), key (batch, "
-                         f"heads, T_k, d) and value (batch, heads, T_k, d_v); got query {q}, key {k}, value {v}")
-    if q[-1] != k[-1]:
-        raise ShapeError(f"query and key must share their last size d: query {q}, key {k}")
-    if k[2] != v[2] or q[:2] != k[:2] or k[:2] != v[:2]:
-        raise ShapeError(f"query, key and value must share batch and heads, and key and value T_k: query {q}, "
-                         f"key {k}, value {v}")
-    if mask is not None:
-        m, (b, _, t_q, t_k) = shape_of(mask), q[:2] + q[2:3] + k[2:3]
-        ok = m == (b, t_k) if len(m) == 2 else (len(m) == 3 and all(
-            a in (1, e) for a, e in zip(m, (b, t_q, t_k), strict=True)))
-        if not ok:
-            raise ShapeError(f"mask of shape {m} does not fit query {q} and key {k}: a mask is (batch, T_k) = "
-                             f"{(b, t_k)} or broadcasts to (batch, T_q, T_k) = {(b, t_q, t_k)}")
 
 
 # ---- training data and metrics -------------------------------------------------------------------------------
@@ -491,32 +360,6 @@ def targets(targets, logits_shape, ignore_index=None) -> None:
     if low < 0 or high >= classes:
         raise InputError(f"targets must be class ids in [0, {classes}) (the model has {classes} outputs) or "
                          f"ignore_index={ignore_index}; got ids from {low} to {high}")
-
-
-def training(x, y, logits_shape, **counts) -> None:
-    """A training run: x (n, S) and y (n, T) with as many examples, y class ids for logits of
-    ``logits_shape`` (·, T, classes), and ``counts`` (steps, batch_size, …) whole numbers >= 1."""
-    examples((x,), y)
-    targets(y, logits_shape)
-    sizes(**counts)
-
-
-def captions(tokens_in, tokens_out, vocab: int, pad: int = 0) -> None:
-    """Captions to learn from: ``tokens_in`` (n, T) = BOS + caption and ``tokens_out`` (n, T) = caption + EOS,
-    integer ids in [0, vocab), the same shape, and at least one word (not ``pad``) in every target row: a caption
-    of pads only has no words to average its loss over (0/0, a NaN that the hard-attention reward spreads)."""
-    tokens_in, tokens_out = np.asarray(tokens_in), np.asarray(tokens_out)
-    if tokens_in.ndim != 2:
-        raise ShapeError(f"tokens_in must be (n, T) ids, one caption per image; got shape {tokens_in.shape}")
-    same_shape("tokens_out", tokens_out.shape, tokens_in.shape, "tokens_in")
-    for name, t in (("tokens_in", tokens_in), ("tokens_out", tokens_out)):
-        ids(name, t.dtype, t.shape, vocab)
-        if t.size:
-            ids(name, t.dtype, t.shape, vocab, int(t.min()), int(t.max()))
-    empty = np.flatnonzero((tokens_out == pad).all(1))
-    if len(empty):
-        raise InputError(f"tokens_out row {int(empty[0])} holds only pads ({pad}): every caption needs at least one "
-                         f"word to learn (its EOS at least); {len(empty)} of {len(tokens_out)} rows are empty")
 
 
 def counted(count: int, ignored, what: str = "accuracy") -> None:

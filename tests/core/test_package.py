@@ -24,7 +24,7 @@ def test_import_loads_no_framework():
 
 
 def test_errors_holds_exceptions_and_validate_the_argument_rules():
-    """"check" is the word of ac.checks (grading exercises): the argument rules live in validate, by other names."""
+    """No module is named "check": the exercise checkers grade (ac.exercises), validate holds the rules."""
     import inspect
 
     from attention_course.core import errors, validate
@@ -32,7 +32,7 @@ def test_errors_holds_exceptions_and_validate_the_argument_rules():
     own = [v for v in vars(errors).values() if getattr(v, "__module__", None) == errors.__name__]
     assert own and all(inspect.isclass(v) and issubclass(v, Exception) for v in own), own
     rules = [n for n, v in vars(validate).items() if inspect.isfunction(v) and v.__module__ == validate.__name__]
-    assert {"shape_of", "attention_shapes", "score_shapes", "sequence_shapes", "choice", "sizes"} <= set(rules)
+    assert {"shape_of", "attention_shapes", "sequence_shapes", "choice", "sizes"} <= set(rules)
     assert not [n for n in rules if n.startswith("check")], rules
     with pytest.raises(ConfigError, match="unknown pooling 'max'; choose one of: last, attention"):
         validate.choice("pooling", "max", ("last", "attention"))

@@ -1,0 +1,53 @@
+"""Chapter 7's argument checks (``heads``, ``model_width``, ``rope_shape``, ``head_shapes``), beside the generic ones of
+:mod:`attention_course.core.validate`, which this module re-exports: the chapter's code says ``validate.…`` for
+both."""
+
+from __future__ import annotations
+
+from attention_course.core.errors import ConfigError, ShapeError
+from attention_course.core.validate import *  # noqa: F403  (the generic checks)
+from attention_course.core.validate import integer, shape_of
+
+
+def heads(d_model: int, heads: int, rotary: bool = False) -> None:
+    """Multi-head attention splits d_model into ``heads`` equal parts (even ones for RoPE's pairs)."""
+    integer("d_model", d_model)
+    integer("heads", heads)
+    if d_model % heads:
+        raise ConfigError(f"d_model={d_model} does not split into heads={heads} equal parts: choose heads that "
+                          f"divide d_model (d_head = d_model / heads)")
+    if rotary and (d_model // heads) % 2:
+        raise ConfigError(f"rotary=True rotates pairs of features, so d_head = d_model / heads must be even; "
+                          f"got d_model={d_model}, heads={heads}, d_head={d_model // heads}")
+
+def model_width(layer, x) -> None:
+    """The last axis of x is the d_model the layer was built for."""
+    shape = shape_of(x)
+    if shape[-1] not in (None, layer.d_model):
+        raise ShapeError(f"{type(layer).__name__} was built for d_model={layer.d_model}, but got an input of shape "
+                         f"{shape} (last axis {shape[-1]})")
+
+def rope_shape(shape) -> None:
+    """RoPE rotates pairs of features: x (B, h, T, d) with d even."""
+    if len(shape) != 4 or (shape[-1] is not None and shape[-1] % 2):
+        raise ShapeError(f"rope expects x of shape (batch, heads, T, d_head) with d_head even; got {tuple(shape)}")
+
+def head_shapes(query, key, value, mask=None) -> None:
+    """scaled_dot_product_attention: query (B, h, T_q, d), key (B, h, T_k, d), value (B, h, T_k, d_v), mask
+    (B, T_k) or (B, T_q, T_k)."""
+    q, k, v = shape_of(query), shape_of(key), shape_of(value)
+    if len(q) != 4 or len(k) != 4 or len(v) != 4:
+        raise ShapeError(f"scaled_dot_product_attention expects 4-D query (batch, heads, T_q, d), key (batch, "
+                         f"heads, T_k, d) and value (batch, heads, T_k, d_v); got query {q}, key {k}, value {v}")
+    if q[-1] != k[-1]:
+        raise ShapeError(f"query and key must share their last size d: query {q}, key {k}")
+    if k[2] != v[2] or q[:2] != k[:2] or k[:2] != v[:2]:
+        raise ShapeError(f"query, key and value must share batch and heads, and key and value T_k: query {q}, "
+                         f"key {k}, value {v}")
+    if mask is not None:
+        m, (b, _, t_q, t_k) = shape_of(mask), q[:2] + q[2:3] + k[2:3]
+        ok = m == (b, t_k) if len(m) == 2 else (len(m) == 3 and all(
+            a in (1, e) for a, e in zip(m, (b, t_q, t_k), strict=True)))
+        if not ok:
+            raise ShapeError(f"mask of shape {m} does not fit query {q} and key {k}: a mask is (batch, T_k) = "
+                             f"{(b, t_k)} or broadcasts to (batch, T_q, T_k) = {(b, t_q, t_k)}")
