@@ -22,7 +22,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "book").glob("[0-9][0-9]-*/*.ipynb"))
-MODULES = [ROOT / "attention_course" / "results.py"]     # package modules holding a raw address
+MODULES = [ROOT / "attention_course" / "core" / "results.py"]     # package modules holding a raw address
 GITHUB = r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+"
 PATTERNS = {   # form → (regex, replacement template with {repo} = owner/name and {branch})
     "colab": (re.compile(rf"https://colab\.research\.google\.com/github/{GITHUB}/blob/[\w.-]+/"),
