@@ -135,14 +135,18 @@ def backend(x) -> Backend:
         if last in ("torch", "keras") and x.__name__.startswith("attention_course."):
             return Backend("pytorch" if last == "torch" else "keras")
         raise ConfigError(f"{x.__name__} is not one of the course's framework modules (ac.torch, ac.keras)")
-    roots = {cls.__module__.split(".")[0] for cls in type(x).__mro__}   # the course's classes derive from theirs
+    roots = _roots(x)                                    # the course's classes derive from the frameworks' own
     if "torch" in roots:
         return Backend("pytorch")
-    if roots & {"keras", "tensorflow", "numpy"}:
+    if roots & {"keras", "tensorflow"}:
         return Backend("keras")
     raise ConfigError(f"cannot tell the framework of a {type(x).__module__}.{type(x).__name__}")
 
 
+def _roots(x) -> set[str]:
+    return {cls.__module__.split(".")[0] for cls in type(x).__mro__}
+
+
 def no_grad(model) -> contextlib.AbstractContextManager:
-    """``torch.no_grad()`` for a PyTorch model (less memory, no graph); nothing for a Keras model."""
-    return backend(model).inference()
+    """``torch.no_grad()`` for a PyTorch model (less memory, no graph); nothing for any other model."""
+    return Backend("pytorch").inference() if "torch" in _roots(model) else contextlib.nullcontext()

@@ -1,0 +1,54 @@
+"""The backend seam: the one place where the course tells PyTorch from Keras."""
+
+import numpy as np
+import pytest
+import torch
+
+import attention_course as ac
+from attention_course.core.backend import Backend, backend, no_grad
+from attention_course.core.errors import ConfigError
+
+
+def test_a_name_a_course_module_a_model_or_a_tensor_names_its_framework():
+    from attention_course.ch07_self_attention import keras as ch07_keras
+    from attention_course.ch07_self_attention import torch as ch07_torch
+
+    assert backend("pytorch") == backend(ac.torch) == backend(ch07_torch) == Backend("pytorch")
+    assert backend("keras") == backend(ac.keras) == backend(ch07_keras) == Backend("keras")
+    assert backend(ac.torch.Seq2Seq(5)).is_torch and backend(torch.zeros(2)).is_torch
+    assert not backend(ac.keras.Seq2Seq(5)).is_torch
+    assert backend(backend("keras")) == Backend("keras")
+
+
+@pytest.mark.parametrize("bad, message", [("jax", "unknown framework 'jax'; choose one of: pytorch, keras"),
+                                          (np, "numpy is not one of the course's framework modules"),
+                                          (np.zeros(2), "cannot tell the framework of a numpy.ndarray")])
+def test_anything_else_is_refused_by_name(bad, message):
+    with pytest.raises(ConfigError, match=message):
+        backend(bad)
+
+
+@pytest.mark.parametrize("name", ["pytorch", "keras"])
+def test_the_seam_seeds_counts_and_runs_in_inference_mode(name):
+    fw = backend(name)
+    module = ac.torch if fw.is_torch else ac.keras
+    x = np.arange(6).reshape(2, 3) % 5
+    runs = []
+    for _ in range(2):
+        fw.seed(3)
+        model = module.Seq2Seq(5, embed=4, hidden=6, attention=True)
+        runs.append(fw.run(model, x, x))
+    np.testing.assert_array_equal(runs[0], runs[1])                # seeded alike, run alike
+    assert runs[0].shape == (2, 3, 5) and isinstance(runs[0], np.ndarray)
+    # embed 5·4, two GRUs of 3·(4·6 + 6·6 + 2·6) (PyTorch's two biases; Keras' reset_after has the same), combine
+    # (12·6 + 6) and out (6·5 + 5)
+    assert fw.parameters(model) == 5 * 4 + 2 * 3 * (4 * 6 + 6 * 6 + 2 * 6) + (12 * 6 + 6) + (6 * 5 + 5)
+    assert fw.version() and all(isinstance(v, str) for v in fw.version().values())
+
+
+def test_no_grad_only_touches_a_pytorch_model():
+    model = ac.torch.Seq2Seq(5)
+    with no_grad(model):
+        assert not torch.is_grad_enabled()
+    with no_grad(object()):                                         # anything else: nothing happens
+        assert torch.is_grad_enabled()
