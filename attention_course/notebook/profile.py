@@ -16,7 +16,6 @@ import warnings
 from typing import TypeVar
 
 from attention_course.core.errors import ConfigError
-from attention_course.core.machine import gpu_name, gpu_visible  # noqa: F401  (the profile asks them)
 
 PROFILES = ("quick", "full")
 T = TypeVar("T")

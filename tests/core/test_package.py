@@ -54,7 +54,9 @@ def test_profiles(monkeypatch):
 def test_quick_is_the_default_even_with_a_gpu(monkeypatch):
     # Colab's "Run all" must finish in minutes: a visible GPU no longer selects the full profile
     monkeypatch.delenv("COURSE_PROFILE", raising=False)
-    monkeypatch.setattr(profile, "gpu_visible", lambda: True)
+    from attention_course.core import machine
+
+    monkeypatch.setattr(machine, "gpu_visible", lambda: True)
     assert profile.current() == "quick"
 
 
