@@ -22,12 +22,12 @@ from keras import layers, ops
 
 from attention_course.ch01_sequence_models.keras import DotProductAttention, masked_softmax
 from attention_course.ch02_soft_hard_attention import validate
+from attention_course.core import train as training
 from attention_course.core.choices import POINTER_ATTENTION
 from attention_course.core.errors import ConfigError
 from attention_course.core.keras import inputs
 from attention_course.core.keras.base import Layer, Model
 from attention_course.core.metrics import mean_entropy
-from attention_course.core.train import progress
 from attention_course.core.validate import TAU_HINT
 
 __all__ = ["gumbel_noise", "gumbel_softmax", "HardAttention", "GumbelSoftmaxAttention", "LocalAttention",
@@ -320,6 +320,65 @@ def token_cross_entropy(y, logits):
     return keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True)    # (B, T)
 
 
+class PointerTrainer:
+    """The pointer model's side of the course's training loop (:func:`attention_course.core.train.run`): a
+    compiled step of Adam on the cross-entropy, plus the REINFORCE term for hard attention; each batch's noise
+    comes from ``rng`` right after its examples were drawn."""
+
+    def __init__(self, model: PointerModel, rng, *, lr: float, baseline: bool, entropy: float):
+        self.model, self.rng, self.baseline = model, rng, baseline
+        self.optimizer = keras.optimizers.Adam(learning_rate=lr, epsilon=1e-8)     # PyTorch's Adam defaults
+        self.optimizer.build(model.trainable_variables)
+        self.reward_avg: np.ndarray = np.zeros(model.steps, np.float32)
+        self.seconds, self.last_loss = 0.0, float("nan")
+        self.train_step = self.compile(model, self.optimizer, entropy)
+
+    @staticmethod
+    def compile(model: PointerModel, optimizer, entropy: float):
+        hard = model.attention == "hard"
+
+        @tf.function(reduce_retracing=True)
+        def train_step(xb, yb, noise, reward_avg):
+            with tf.GradientTape() as tape:
+                logits, _, log_prob = model(xb, noise=noise)
+                ce = token_cross_entropy(yb, logits)                                    # (B, T)
+                loss = ops.mean(ce)
+                reward = ops.stop_gradient(-ce)
+                if hard:
+                    advantage = reward - reward_avg
+                    loss = loss - ops.mean(advantage * log_prob)                   # score-function term
+                    if entropy:                                                    # keep exploring
+                        pi = model.distribution(xb)
+                        loss = loss + entropy * ops.mean(ops.sum(pi * ops.log(pi + 1e-12), axis=-1))
+            grads = tape.gradient(loss, model.trainable_variables)
+            # embeddings get sparse gradients (IndexedSlices) with repeated rows; Keras' Adam would square the
+            # slices one by one instead of their sum, so make them dense: then the update is exactly Adam's
+            grads = [tf.convert_to_tensor(g) for g in grads]
+            optimizer.apply(grads, model.trainable_variables)
+            hits = ops.sum(ops.cast(ops.equal(ops.cast(ops.argmax(logits, -1), yb.dtype), yb), "int32"))
+            return ops.mean(ce), ops.mean(reward, axis=0), hits
+
+        return train_step
+
+    def start_epoch(self) -> None:
+        pass                                                     # Keras layers take training= at each call
+
+    def step(self, xs, y, step: int) -> tuple[float, int, int]:
+        hard = self.model.attention == "hard"
+        noise = draw_noise(self.rng, self.model, len(y))
+        b = self.reward_avg if (hard and self.baseline) else np.zeros_like(self.reward_avg)
+        start = time.perf_counter()
+        ce, reward, hits = self.train_step(tf.convert_to_tensor(xs[0]), tf.convert_to_tensor(y),
+                                           None if noise is None else tf.convert_to_tensor(noise),
+                                           tf.convert_to_tensor(b))
+        reward = np.asarray(reward)
+        self.seconds += time.perf_counter() - start
+        if hard and self.baseline:
+            self.reward_avg = reward if step == 1 else 0.9 * self.reward_avg + 0.1 * reward
+        self.last_loss = float(ce)
+        return self.last_loss, int(hits), int(np.size(y))
+
+
 def train_pointer(model: PointerModel, x, y, *, steps: int, batch_size: int = 64, lr: float = 1e-2,
                   baseline: bool = True, entropy: float = 0.0, eval_data=None, eval_every: int = 25, probe=None,
                   seed: int = 0, desc: str | None = None) -> dict:
@@ -337,66 +396,33 @@ def train_pointer(model: PointerModel, x, y, *, steps: int, batch_size: int = 64
     validate.training(x, y, (len(y), model.steps, model.out.units), steps=steps, batch_size=batch_size,
                    eval_every=eval_every)
     rng = np.random.default_rng(seed)
-    optimizer = keras.optimizers.Adam(learning_rate=lr, epsilon=1e-8)               # PyTorch's Adam defaults
     x_eval, y_eval = eval_data if eval_data is not None else (x[:512], y[:512])
     model(x[:2])                                                                   # build the variables
-    optimizer.build(model.trainable_variables)
-    hard = model.attention == "hard"
-
-    @tf.function(reduce_retracing=True)
-    def train_step(xb, yb, noise, reward_avg):
-        with tf.GradientTape() as tape:
-            logits, _, log_prob = model(xb, noise=noise)
-            ce = token_cross_entropy(yb, logits)                                        # (B, T)
-            loss = ops.mean(ce)
-            reward = ops.stop_gradient(-ce)
-            if hard:
-                advantage = reward - reward_avg
-                loss = loss - ops.mean(advantage * log_prob)                       # score-function term
-                if entropy:                                                        # keep exploring
-                    pi = model.distribution(xb)
-                    loss = loss + entropy * ops.mean(ops.sum(pi * ops.log(pi + 1e-12), axis=-1))
-        grads = tape.gradient(loss, model.trainable_variables)
-        # embeddings get sparse gradients (IndexedSlices) with repeated rows; Keras' Adam would square the
-        # slices one by one instead of their sum, so make them dense: then the update is exactly Adam's
-        grads = [tf.convert_to_tensor(g) for g in grads]
-        optimizer.apply(grads, model.trainable_variables)
-        return ops.mean(ce), ops.mean(reward, axis=0)
+    trainer = PointerTrainer(model, rng, lr=lr, baseline=baseline, entropy=entropy)
 
     @tf.function(reduce_retracing=True)
     def eval_step(xb):
         logits, _, _ = model(xb, greedy=True)
         return ops.argmax(logits, axis=-1), model.distribution(xb)
 
-    run: dict[str, Any] = {"history": [], "snapshots": [], "seconds": 0.0}
+    log: dict[str, Any] = {"history": [], "snapshots": [], "seconds": 0.0}
 
-    def evaluate(step, loss):
+    def evaluate(step: int, loss: float) -> None:
         pred, dist = eval_step(tf.convert_to_tensor(x_eval))
         acc = float(np.mean(np.asarray(pred) == y_eval))
         if probe is not None:
-            run["snapshots"].append((step, np.asarray(model.distribution(probe))))
-        run["history"].append({"step": step, "loss": loss, "accuracy": acc, "entropy": mean_entropy(np.asarray(dist)),
-                               "seconds": run["seconds"]})
+            log["snapshots"].append((step, np.asarray(model.distribution(probe))))
+        log["seconds"] = trainer.seconds
+        log["history"].append({"step": step, "loss": loss, "accuracy": acc, "entropy": mean_entropy(np.asarray(dist)),
+                               "seconds": trainer.seconds})
 
-    reward_avg: np.ndarray = np.zeros(model.steps, np.float32)
-    with inputs.graph_errors(), progress(total=steps, desc=desc or f"keras · {model.attention}") as bar:
+    draw = training.Drawn(len(x), batch_size, steps, eval_every)
+    with inputs.graph_errors():
         evaluate(0, float("nan"))
-        for step in range(1, steps + 1):
-            idx = rng.integers(0, len(x), size=batch_size)
-            noise = draw_noise(rng, model, batch_size)
-            b = reward_avg if (hard and baseline) else np.zeros_like(reward_avg)
-            start = time.perf_counter()
-            ce, reward = train_step(tf.convert_to_tensor(x[idx]), tf.convert_to_tensor(y[idx]),
-                                    None if noise is None else tf.convert_to_tensor(noise), tf.convert_to_tensor(b))
-            reward = np.asarray(reward)
-            run["seconds"] += time.perf_counter() - start
-            if hard and baseline:
-                reward_avg = reward if step == 1 else 0.9 * reward_avg + 0.1 * reward
-            bar.update(1)
-            if step % eval_every == 0 or step == steps:
-                evaluate(step, float(ce))
-                bar.set_postfix(acc=f"{run['history'][-1]['accuracy']:.3f}")
-    return run
+        training.run(trainer, (x,), y, epochs=draw.epochs, batch_size=batch_size, seed=seed, rng=rng, draw=draw,
+                     desc=desc or f"keras · {model.attention}",
+                     after_epoch=lambda epoch: evaluate(min(epoch * eval_every, steps), trainer.last_loss))
+    return log
 
 
 def reinforce_gradients(model: PointerModel, x, y, *, draws: int, baseline: float | None = None,

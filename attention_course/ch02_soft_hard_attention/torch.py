@@ -21,12 +21,12 @@ from torch import nn
 
 from attention_course.ch01_sequence_models.torch import DotProductAttention, masked_softmax
 from attention_course.ch02_soft_hard_attention import validate
+from attention_course.core import train as training
 from attention_course.core.choices import POINTER_ATTENTION
 from attention_course.core.errors import ConfigError
 from attention_course.core.metrics import mean_entropy
 from attention_course.core.torch import inputs
 from attention_course.core.torch.train import device
-from attention_course.core.train import progress
 from attention_course.core.validate import TAU_HINT
 
 __all__ = ["gumbel_noise", "gumbel_softmax", "HardAttention", "GumbelSoftmaxAttention", "LocalAttention",
@@ -292,6 +292,46 @@ def draw_noise(rng, model, batch):
     return torch.as_tensor(noise, device=model.step.weight.device)
 
 
+class PointerTrainer:
+    """The pointer model's side of the course's training loop (:func:`attention_course.core.train.run`): Adam on
+    the cross-entropy, plus the REINFORCE term for hard attention; each batch's noise comes from ``rng`` right
+    after its examples were drawn."""
+
+    def __init__(self, model: PointerModel, rng, *, lr: float, baseline: bool, entropy: float):
+        self.model, self.rng, self.baseline, self.entropy = model, rng, baseline, entropy
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+        self.reward_avg = torch.zeros(model.steps, device=model.step.weight.device)
+        self.seconds, self.last_loss = 0.0, float("nan")
+
+    def start_epoch(self) -> None:
+        self.model.train()
+
+    def step(self, xs, y, step: int) -> tuple[float, int, int]:
+        model, dev = self.model, self.model.step.weight.device
+        xb, yb = torch.as_tensor(xs[0], device=dev), torch.as_tensor(y, device=dev)
+        noise = draw_noise(self.rng, model, len(y))
+        start = time.perf_counter()
+        logits, _, log_prob = model(xb, noise=noise)
+        ce = nn.functional.cross_entropy(logits.transpose(1, 2), yb, reduction="none")   # (B, T)
+        loss = ce.mean()
+        if model.attention == "hard":
+            reward = -ce.detach()                                                      # (B, T)
+            advantage = reward - (self.reward_avg if self.baseline else 0.0)           # b: earlier steps only
+            loss = loss - (advantage * log_prob).mean()                                # score-function term
+            if self.entropy:                                                           # keep exploring
+                pi = model.distribution(xb)
+                loss = loss + self.entropy * (pi * torch.log(pi + 1e-12)).sum(-1).mean()
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        self.seconds += time.perf_counter() - start
+        if model.attention == "hard" and self.baseline:                                # moving average of r
+            mean = reward.mean(0)
+            self.reward_avg = mean if step == 1 else 0.9 * self.reward_avg + 0.1 * mean
+        self.last_loss = float(ce.detach().mean())
+        return self.last_loss, int((logits.argmax(-1) == yb).sum()), yb.numel()
+
+
 def train_pointer(model: PointerModel, x, y, *, steps: int, batch_size: int = 64, lr: float = 1e-2,
                   baseline: bool = True, entropy: float = 0.0, eval_data=None, eval_every: int = 25, probe=None,
                   seed: int = 0, desc: str | None = None) -> dict:
@@ -311,56 +351,31 @@ def train_pointer(model: PointerModel, x, y, *, steps: int, batch_size: int = 64
     rng = np.random.default_rng(seed)
     dev = device()
     model.to(dev)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    trainer = PointerTrainer(model, rng, lr=lr, baseline=baseline, entropy=entropy)
     x_eval, y_eval = eval_data if eval_data is not None else (x[:512], y[:512])
     x_eval, y_eval = torch.as_tensor(x_eval, device=dev), torch.as_tensor(y_eval, device=dev)
-    run: dict[str, Any] = {"history": [], "snapshots": [], "seconds": 0.0}
-    reward_avg = torch.zeros(model.steps, device=dev)
+    log: dict[str, Any] = {"history": [], "snapshots": [], "seconds": 0.0}
 
-    def evaluate(step, loss):
+    def evaluate(step: int, loss: float) -> None:
         model.eval()
         with torch.no_grad():
             logits, _, _ = model(x_eval, greedy=True)
             acc = float((logits.argmax(-1) == y_eval).float().mean())
             ent = mean_entropy(model.distribution(x_eval).cpu().numpy())
             if probe is not None:
-                run["snapshots"].append((step, model.distribution(torch.as_tensor(probe, device=dev)).cpu().numpy()))
+                log["snapshots"].append((step, model.distribution(torch.as_tensor(probe, device=dev)).cpu().numpy()))
         model.train()
-        run["history"].append({"step": step, "loss": loss, "accuracy": acc, "entropy": ent,
-                               "seconds": run["seconds"]})
+        log["seconds"] = trainer.seconds
+        log["history"].append({"step": step, "loss": loss, "accuracy": acc, "entropy": ent, "seconds": trainer.seconds})
 
+    draw = training.Drawn(len(x), batch_size, steps, eval_every)
     model.train()
     evaluate(0, float("nan"))
-    bar = progress(total=steps, desc=desc or f"pytorch · {model.attention}")
-    for step in range(1, steps + 1):
-        idx = rng.integers(0, len(x), size=batch_size)
-        xb, yb = torch.as_tensor(x[idx], device=dev), torch.as_tensor(y[idx], device=dev)
-        noise = draw_noise(rng, model, batch_size)
-        start = time.perf_counter()
-        logits, _, log_prob = model(xb, noise=noise)
-        ce = nn.functional.cross_entropy(logits.transpose(1, 2), yb, reduction="none")   # (B, T)
-        loss = ce.mean()
-        if model.attention == "hard":
-            reward = -ce.detach()                                                      # (B, T)
-            advantage = reward - (reward_avg if baseline else 0.0)                     # b: earlier steps only
-            loss = loss - (advantage * log_prob).mean()                                # score-function term
-            if entropy:                                                                # keep exploring
-                pi = model.distribution(xb)
-                loss = loss + entropy * (pi * torch.log(pi + 1e-12)).sum(-1).mean()
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        run["seconds"] += time.perf_counter() - start
-        if model.attention == "hard" and baseline:                                     # moving average of r
-            mean = reward.mean(0)
-            reward_avg = mean if step == 1 else 0.9 * reward_avg + 0.1 * mean
-        bar.update(1)
-        if step % eval_every == 0 or step == steps:
-            evaluate(step, float(ce.detach().mean()))
-            bar.set_postfix(acc=f"{run['history'][-1]['accuracy']:.3f}")
-    bar.close()
+    training.run(trainer, (x,), y, epochs=draw.epochs, batch_size=batch_size, seed=seed, rng=rng, draw=draw,
+                 desc=desc or f"pytorch · {model.attention}",
+                 after_epoch=lambda epoch: evaluate(min(epoch * eval_every, steps), trainer.last_loss))
     model.eval()
-    return run
+    return log
 
 
 def reinforce_gradients(model: PointerModel, x, y, *, draws: int, baseline: float | None = None,

@@ -15,8 +15,6 @@ Shapes: B batch, H × W pixels, C channels (last), N the glimpse size, T glimpse
 
 from __future__ import annotations
 
-import math
-
 import keras
 import numpy as np
 import tensorflow as tf
@@ -25,12 +23,13 @@ from keras import layers, ops
 from attention_course.ch04_score_functions.keras import AdditiveScore
 from attention_course.ch05_neural_machine_translation.keras import embedding
 from attention_course.ch06_image_captioning import validate
+from attention_course.core import train as training
 from attention_course.core.choices import CAPTION_ATTENTION
 from attention_course.core.errors import ConfigError, ShapeError
 from attention_course.core.keras import inputs
 from attention_course.core.keras.base import BuildOnCall, Layer, Model
 from attention_course.core.text import PAD
-from attention_course.core.train import History, batches, progress
+from attention_course.core.train import History
 
 __all__ = ["SceneEncoder", "VisualAttention", "Captioner", "train_captioner", "DrawRead", "GlimpseClassifier",
            "train_glimpses"]
@@ -222,6 +221,73 @@ class Captioner(Model):
         return tuple(tuple(None if x is None else ops.take(x, index, axis=0) for x in part) for part in state)
 
 
+class CaptionerTrainer:
+    """The captioner's side of the course's training loop (:func:`attention_course.core.train.run`): a compiled
+    step of Adam on the cross-entropy per word, Xu et al.'s doubly stochastic penalty and, for hard attention, the
+    REINFORCE term with its baseline; each batch's noise comes from ``rng`` right after its examples were drawn."""
+
+    def __init__(self, model: Captioner, rng, locations: int, *, lr: float, clip_norm: float,
+                 doubly_stochastic: float, entropy: float, expect_share: float):
+        self.model, self.rng, self.locations, self.expect_share = model, rng, locations, expect_share
+        self.baseline = 0.0
+        self.optimizer = keras.optimizers.Adam(learning_rate=lr, epsilon=1e-8, global_clipnorm=clip_norm)
+        self.optimizer.build(model.trainable_variables)
+        self.train_step = self.compile(model, self.optimizer, doubly_stochastic, entropy)
+
+    @staticmethod
+    def compile(model: Captioner, optimizer, doubly_stochastic: float, entropy: float):
+        hard = model.attention == "hard"
+
+        @tf.function(reduce_retracing=True)
+        def train_step(x, y_in, y, noise, expect, baseline):
+            with tf.GradientTape() as tape:
+                logits, alpha, log_pi = model(x, y_in, noise=noise, expect=expect, training=True)
+                keep = ops.cast(y != PAD, "float32")                 # (b, T)
+                ce = keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True)   # (b, T)
+                words = ops.sum(keep)
+                loss = ops.sum(ce * keep) / words
+                if doubly_stochastic:
+                    mass = ops.sum(alpha * keep[..., None], 1)       # Σ_t α_ti, (b, L)
+                    loss = loss + doubly_stochastic * ops.mean(ops.sum((1 - mass) ** 2, 1))
+                reward = ops.stop_gradient(-ops.sum(ce * keep, 1) / ops.sum(keep, 1))   # (b,) mean log-likelihood
+                if hard:
+                    sampled = ops.cast(ops.logical_not(expect), "float32")
+                    term = (reward - baseline) * ops.sum(log_pi * keep, 1) * sampled
+                    loss = loss - ops.sum(term) / ops.maximum(ops.sum(sampled), 1.0)
+                    if entropy:
+                        h_t = -ops.sum(alpha * ops.log(alpha + 1e-12), -1)      # (b, T)
+                        loss = loss - entropy * ops.sum(h_t * keep) / words
+            grads = tape.gradient(loss, model.trainable_variables)
+            grads = [tf.convert_to_tensor(g) for g in grads]         # dense embedding gradients: Adam as PyTorch's
+            optimizer.apply(grads, model.trainable_variables)
+            right = ops.equal(ops.cast(ops.argmax(logits, -1), "int32"), ops.cast(y, "int32"))
+            correct = ops.sum(ops.cast(right, "float32") * keep)
+            return ops.sum(ce * keep), correct, words, reward
+
+        return train_step
+
+    def start_epoch(self) -> None:
+        pass                                                         # Keras layers take training= at each call
+
+    def step(self, xs, y, step: int) -> tuple[float, int, int]:
+        images, tokens_in = xs
+        hard = self.model.attention == "hard"
+        noise = None
+        if hard:
+            noise = self.rng.gumbel(size=(len(y), tokens_in.shape[1], self.locations)).astype(np.float32)
+            expect = self.rng.random(len(y)) < self.expect_share
+        else:
+            expect = np.zeros(len(y), bool)
+        ce_sum, right, words, reward = self.train_step(
+            tf.convert_to_tensor(images), tf.convert_to_tensor(tokens_in), tf.convert_to_tensor(y),
+            None if noise is None else tf.convert_to_tensor(noise), tf.convert_to_tensor(expect),
+            tf.constant(self.baseline, "float32"))
+        if hard and not expect.all():
+            self.baseline = 0.9 * self.baseline + 0.1 * float(np.asarray(reward)[~expect].mean())
+        counted = int(float(words))
+        return float(ce_sum) / counted, int(float(right)), counted
+
+
 def train_captioner(model: Captioner, images, tokens_in, tokens_out, *, epochs: int, batch_size: int = 64,
                     lr: float = 1e-3, doubly_stochastic: float = 0.0, entropy: float = 0.0, expect_share: float = 0.5,
                     clip_norm: float = 5.0, seed: int = 0, desc: str | None = None) -> History:
@@ -236,7 +302,7 @@ def train_captioner(model: Captioner, images, tokens_in, tokens_out, *, epochs: 
     NumPy generator seeded with ``seed``, the same in both frameworks.
     Returns the per-epoch history: loss (cross-entropy per word), accuracy (teacher-forced, per word).
     """
-    n = validate.examples((images, tokens_in), tokens_out)
+    validate.examples((images, tokens_in), tokens_out)
     validate.captioner_inputs("images", inputs.dtype_name(images), validate.shape_of(images), model.features)
     validate.captions(tokens_in, tokens_out, model.embed.input_dim, PAD)
     epochs, batch_size = validate.sizes(epochs=epochs, batch_size=batch_size)
@@ -245,60 +311,13 @@ def train_captioner(model: Captioner, images, tokens_in, tokens_out, *, epochs: 
     doubly_stochastic = validate.non_negative("doubly_stochastic", doubly_stochastic, " (0 turns it off)")
     entropy = validate.non_negative("entropy", entropy, " (0 turns it off)")
     expect_share = validate.probability("expect_share", expect_share)
-    optimizer = keras.optimizers.Adam(learning_rate=lr, epsilon=1e-8, global_clipnorm=clip_norm)
     model(images[:2], tokens_in[:2])                                 # build the variables
-    optimizer.build(model.trainable_variables)
     rng = np.random.default_rng(seed)
-    hard, history, baseline = model.attention == "hard", History(), 0.0
-
-    @tf.function(reduce_retracing=True)
-    def train_step(x, y_in, y, noise, expect, baseline):
-        with tf.GradientTape() as tape:
-            logits, alpha, log_pi = model(x, y_in, noise=noise, expect=expect, training=True)
-            keep = ops.cast(y != PAD, "float32")                     # (b, T)
-            ce = keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True)   # (b, T)
-            words = ops.sum(keep)
-            loss = ops.sum(ce * keep) / words
-            if doubly_stochastic:
-                mass = ops.sum(alpha * keep[..., None], 1)           # Σ_t α_ti, (b, L)
-                loss = loss + doubly_stochastic * ops.mean(ops.sum((1 - mass) ** 2, 1))
-            reward = ops.stop_gradient(-ops.sum(ce * keep, 1) / ops.sum(keep, 1))   # (b,) mean log-likelihood
-            if hard:
-                sampled = ops.cast(ops.logical_not(expect), "float32")
-                term = (reward - baseline) * ops.sum(log_pi * keep, 1) * sampled
-                loss = loss - ops.sum(term) / ops.maximum(ops.sum(sampled), 1.0)
-                if entropy:
-                    h_t = -ops.sum(alpha * ops.log(alpha + 1e-12), -1)          # (b, T)
-                    loss = loss - entropy * ops.sum(h_t * keep) / words
-        grads = tape.gradient(loss, model.trainable_variables)
-        grads = [tf.convert_to_tensor(g) for g in grads]             # dense embedding gradients: Adam as PyTorch's
-        optimizer.apply(grads, model.trainable_variables)
-        right = ops.equal(ops.cast(ops.argmax(logits, -1), "int32"), ops.cast(y, "int32"))
-        correct = ops.sum(ops.cast(right, "float32") * keep)
-        return ops.sum(ce * keep), correct, words, reward
-
-    steps = epochs * math.ceil(n / batch_size)
-    with inputs.graph_errors(), progress(total=steps, desc=desc or f"keras · {model.attention}") as bar:
-        for _ in range(epochs):
-            total, correct, count = 0.0, 0.0, 0.0
-            for idx in batches(n, batch_size, rng):
-                noise = expect = None
-                if hard:
-                    noise = rng.gumbel(size=(len(idx), tokens_in.shape[1], grid_locations(images))).astype(np.float32)
-                    expect = rng.random(len(idx)) < expect_share
-                else:
-                    expect = np.zeros(len(idx), bool)
-                ce_sum, right, words, reward = train_step(
-                    tf.convert_to_tensor(images[idx]), tf.convert_to_tensor(tokens_in[idx]),
-                    tf.convert_to_tensor(tokens_out[idx]), None if noise is None else tf.convert_to_tensor(noise),
-                    tf.convert_to_tensor(expect), tf.constant(baseline, "float32"))
-                if hard and not expect.all():
-                    baseline = 0.9 * baseline + 0.1 * float(np.asarray(reward)[~expect].mean())
-                total, correct, count = total + float(ce_sum), correct + float(right), count + float(words)
-                bar.update(1)
-            history.log(loss=total / count, accuracy=correct / count)
-            bar.set_postfix(loss=f"{total / count:.3f}", acc=f"{correct / count:.3f}")
-    return history
+    trainer = CaptionerTrainer(model, rng, grid_locations(images), lr=lr, clip_norm=clip_norm,
+                               doubly_stochastic=doubly_stochastic, entropy=entropy, expect_share=expect_share)
+    return training.run(trainer, (images, tokens_in), tokens_out, epochs=epochs, batch_size=batch_size, seed=seed,
+                        rng=rng, average="target", desc=desc or f"keras · {model.attention}",
+                        context=inputs.graph_errors())
 
 
 def grid_locations(images) -> int:
@@ -399,6 +418,33 @@ class GlimpseClassifier(Model):
         return self.out(h), ops.stack(windows, 1)                                    # (B, classes), (B, T, 5)
 
 
+class GlimpseTrainer:
+    """The glimpse classifier's side of the course's training loop (:func:`attention_course.core.train.run`): a
+    compiled step of Adam on the cross-entropy of the class scores, the gradients clipped to ``clip_norm``."""
+
+    def __init__(self, model: GlimpseClassifier, *, lr: float, clip_norm: float):
+        optimizer = keras.optimizers.Adam(learning_rate=lr, epsilon=1e-8, global_clipnorm=clip_norm)
+        optimizer.build(model.trainable_variables)
+
+        @tf.function(reduce_retracing=True)
+        def train_step(x, y):
+            with tf.GradientTape() as tape:
+                logits, _ = model(x, training=True)
+                loss = ops.mean(keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True))
+            optimizer.apply(tape.gradient(loss, model.trainable_variables), model.trainable_variables)
+            right = ops.equal(ops.cast(ops.argmax(logits, -1), "int32"), ops.cast(y, "int32"))
+            return loss, ops.sum(ops.cast(right, "int32"))
+
+        self.train_step = train_step
+
+    def start_epoch(self) -> None:
+        pass                                                         # Keras layers take training= at each call
+
+    def step(self, xs, y, step: int) -> tuple[float, int, int]:
+        loss, right = self.train_step(tf.convert_to_tensor(xs[0]), tf.convert_to_tensor(y))
+        return float(loss), int(right), len(y)
+
+
 def train_glimpses(model: GlimpseClassifier, images, labels, *, epochs: int, batch_size: int = 32, lr: float = 2e-3,
                    clip_norm: float = 5.0, seed: int = 0, desc: str | None = None) -> History:
     """Train a :class:`GlimpseClassifier` with Adam on the cross-entropy of its class scores: the gradient reaches
@@ -409,28 +455,9 @@ def train_glimpses(model: GlimpseClassifier, images, labels, *, epochs: int, bat
     epochs, batch_size = validate.sizes(epochs=epochs, batch_size=batch_size)
     for name, value in (("lr", lr), ("clip_norm", clip_norm)):
         validate.positive(name, value)
-    optimizer = keras.optimizers.Adam(learning_rate=lr, epsilon=1e-8, global_clipnorm=clip_norm)
     model(images[:2])                                                # build the variables
-    optimizer.build(model.trainable_variables)
-    rng, history = np.random.default_rng(seed), History()
+    return training.run(GlimpseTrainer(model, lr=lr, clip_norm=clip_norm), (images,), labels, epochs=epochs,
+                        batch_size=batch_size, seed=seed, desc=desc or "keras · glimpses",
+                        context=inputs.graph_errors())
 
-    @tf.function(reduce_retracing=True)
-    def train_step(x, y):
-        with tf.GradientTape() as tape:
-            logits, _ = model(x, training=True)
-            loss = ops.mean(keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True))
-        optimizer.apply(tape.gradient(loss, model.trainable_variables), model.trainable_variables)
-        right = ops.equal(ops.cast(ops.argmax(logits, -1), "int32"), ops.cast(y, "int32"))
-        return loss, ops.sum(ops.cast(right, "int32"))
 
-    steps = epochs * math.ceil(n / batch_size)
-    with inputs.graph_errors(), progress(total=steps, desc=desc or "keras · glimpses") as bar:
-        for _ in range(epochs):
-            total, correct = 0.0, 0
-            for idx in batches(n, batch_size, rng):
-                loss, right = train_step(tf.convert_to_tensor(images[idx]), tf.convert_to_tensor(labels[idx]))
-                total, correct = total + float(loss) * len(idx), correct + int(right)
-                bar.update(1)
-            history.log(loss=total / n, accuracy=correct / n)
-            bar.set_postfix(loss=f"{total / n:.3f}", acc=f"{correct / n:.3f}")
-    return history

@@ -15,20 +15,19 @@ Shapes: B batch, H × W pixels, C channels (last), N the glimpse size, T glimpse
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 from torch import nn
 
 from attention_course.ch04_score_functions.torch import AdditiveScore
 from attention_course.ch06_image_captioning import validate
+from attention_course.core import train as training
 from attention_course.core.choices import CAPTION_ATTENTION
 from attention_course.core.errors import ConfigError, ShapeError
 from attention_course.core.text import PAD
 from attention_course.core.torch import inputs
 from attention_course.core.torch.train import device
-from attention_course.core.train import History, batches, progress
+from attention_course.core.train import History
 
 __all__ = ["SceneEncoder", "VisualAttention", "Captioner", "train_captioner", "DrawRead", "GlimpseClassifier",
            "train_glimpses"]
@@ -222,6 +221,53 @@ class Captioner(nn.Module):
         return tuple(tuple(None if x is None else x.index_select(0, index) for x in part) for part in state)
 
 
+class CaptionerTrainer:
+    """The captioner's side of the course's training loop (:func:`attention_course.core.train.run`): Adam on the
+    cross-entropy per word, Xu et al.'s doubly stochastic penalty and, for hard attention, the REINFORCE term with
+    its baseline; each batch's noise comes from ``rng`` right after its examples were drawn."""
+
+    def __init__(self, model: Captioner, rng, locations: int, *, lr: float, clip_norm: float,
+                 doubly_stochastic: float, entropy: float, expect_share: float):
+        self.model, self.rng, self.locations = model, rng, locations
+        self.clip_norm, self.doubly_stochastic, self.entropy = clip_norm, doubly_stochastic, entropy
+        self.expect_share, self.baseline = expect_share, 0.0
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+
+    def start_epoch(self) -> None:
+        self.model.train()
+
+    def step(self, xs, y, step: int) -> tuple[float, int, int]:
+        model, (images, tokens_in), dev = self.model, xs, next(self.model.parameters()).device
+        y_in, y = torch.as_tensor(tokens_in, device=dev), torch.as_tensor(y, device=dev)
+        noise, expect = None, np.zeros(len(y), bool)             # expect: only hard attention reads it
+        if model.attention == "hard":
+            noise = self.rng.gumbel(size=(len(y), y.shape[1], self.locations)).astype(np.float32)
+            expect = self.rng.random(len(y)) < self.expect_share
+        logits, alpha, log_pi = model(images, y_in, noise=noise, expect=expect)
+        keep = (y != PAD).float()                                # (b, T)
+        ce = nn.functional.cross_entropy(logits.transpose(1, 2), y, reduction="none")    # (b, T)
+        words = keep.sum()
+        loss = (ce * keep).sum() / words
+        if self.doubly_stochastic:
+            mass = (alpha * keep[..., None]).sum(1)              # Σ_t α_ti, (b, L)
+            loss = loss + self.doubly_stochastic * ((1 - mass) ** 2).sum(1).mean()
+        if model.attention == "hard":
+            reward = -((ce * keep).sum(1) / keep.sum(1)).detach()           # (b,) mean log-likelihood
+            sampled = torch.as_tensor(~expect, device=dev)
+            if sampled.any():
+                loss = loss - ((reward - self.baseline) * (log_pi * keep).sum(1))[sampled].mean()
+                self.baseline = 0.9 * self.baseline + 0.1 * float(reward[sampled].mean())
+            if self.entropy:
+                h_t = -(alpha * torch.log(alpha + 1e-12)).sum(-1)           # (b, T)
+                loss = loss - self.entropy * (h_t * keep).sum() / words
+        self.optimizer.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), self.clip_norm)
+        self.optimizer.step()
+        counted, hits = int(words), int(((logits.argmax(-1) == y).float() * keep).sum())
+        return float((ce * keep).sum().detach()) / counted, hits, counted
+
+
 def train_captioner(model: Captioner, images, tokens_in, tokens_out, *, epochs: int, batch_size: int = 64,
                     lr: float = 1e-3, doubly_stochastic: float = 0.0, entropy: float = 0.0, expect_share: float = 0.5,
                     clip_norm: float = 5.0, seed: int = 0, desc: str | None = None) -> History:
@@ -236,7 +282,7 @@ def train_captioner(model: Captioner, images, tokens_in, tokens_out, *, epochs: 
     NumPy generator seeded with ``seed``, the same in both frameworks.
     Returns the per-epoch history: loss (cross-entropy per word), accuracy (teacher-forced, per word).
     """
-    n = validate.examples((images, tokens_in), tokens_out)
+    validate.examples((images, tokens_in), tokens_out)
     validate.captioner_inputs("images", inputs.dtype_name(images), validate.shape_of(images), model.features)
     validate.captions(tokens_in, tokens_out, model.embed.num_embeddings, PAD)
     epochs, batch_size = validate.sizes(epochs=epochs, batch_size=batch_size)
@@ -245,49 +291,12 @@ def train_captioner(model: Captioner, images, tokens_in, tokens_out, *, epochs: 
     doubly_stochastic = validate.non_negative("doubly_stochastic", doubly_stochastic, " (0 turns it off)")
     entropy = validate.non_negative("entropy", entropy, " (0 turns it off)")
     expect_share = validate.probability("expect_share", expect_share)
-    dev = device()
-    model.to(dev).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    model.to(device())
     rng = np.random.default_rng(seed)
-    hard, history, baseline = model.attention == "hard", History(), 0.0
-    steps = epochs * math.ceil(n / batch_size)
-    with progress(total=steps, desc=desc or f"pytorch · {model.attention}") as bar:
-        for _ in range(epochs):
-            total, correct, count = 0.0, 0, 0
-            for idx in batches(n, batch_size, rng):
-                y_in = torch.as_tensor(tokens_in[idx], device=dev)
-                y = torch.as_tensor(tokens_out[idx], device=dev)
-                noise, expect = None, np.zeros(len(idx), bool)      # expect: only hard attention reads it
-                if hard:
-                    noise = rng.gumbel(size=(len(idx), y.shape[1], grid_locations(images))).astype(np.float32)
-                    expect = rng.random(len(idx)) < expect_share
-                logits, alpha, log_pi = model(images[idx], y_in, noise=noise, expect=expect)
-                keep = (y != PAD).float()                            # (b, T)
-                ce = nn.functional.cross_entropy(logits.transpose(1, 2), y, reduction="none")    # (b, T)
-                words = keep.sum()
-                loss = (ce * keep).sum() / words
-                if doubly_stochastic:
-                    mass = (alpha * keep[..., None]).sum(1)          # Σ_t α_ti, (b, L)
-                    loss = loss + doubly_stochastic * ((1 - mass) ** 2).sum(1).mean()
-                if hard:
-                    reward = -((ce * keep).sum(1) / keep.sum(1)).detach()       # (b,) mean log-likelihood
-                    sampled = torch.as_tensor(~expect, device=dev)
-                    if sampled.any():
-                        loss = loss - ((reward - baseline) * (log_pi * keep).sum(1))[sampled].mean()
-                        baseline = 0.9 * baseline + 0.1 * float(reward[sampled].mean())
-                    if entropy:
-                        h_t = -(alpha * torch.log(alpha + 1e-12)).sum(-1)       # (b, T)
-                        loss = loss - entropy * (h_t * keep).sum() / words
-                optimizer.zero_grad()
-                loss.backward()
-                nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
-                optimizer.step()
-                total += float((ce * keep).sum().detach())
-                correct += int(((logits.argmax(-1) == y).float() * keep).sum())
-                count += int(words)
-                bar.update(1)
-            history.log(loss=total / count, accuracy=correct / count)
-            bar.set_postfix(loss=f"{total / count:.3f}", acc=f"{correct / count:.3f}")
+    trainer = CaptionerTrainer(model, rng, grid_locations(images), lr=lr, clip_norm=clip_norm,
+                               doubly_stochastic=doubly_stochastic, entropy=entropy, expect_share=expect_share)
+    history = training.run(trainer, (images, tokens_in), tokens_out, epochs=epochs, batch_size=batch_size,
+                           seed=seed, rng=rng, average="target", desc=desc or f"pytorch · {model.attention}")
     model.eval()
     return history
 
@@ -383,6 +392,28 @@ class GlimpseClassifier(nn.Module):
         return self.out(h), torch.stack(windows, 1)                                  # (B, classes), (B, T, 5)
 
 
+class GlimpseTrainer:
+    """The glimpse classifier's side of the course's training loop (:func:`attention_course.core.train.run`): Adam
+    on the cross-entropy of the class scores, the gradients clipped to ``clip_norm``."""
+
+    def __init__(self, model: GlimpseClassifier, *, lr: float, clip_norm: float):
+        self.model, self.clip_norm = model, clip_norm
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+
+    def start_epoch(self) -> None:
+        self.model.train()
+
+    def step(self, xs, y, step: int) -> tuple[float, int, int]:
+        y = torch.as_tensor(y, device=inputs.device_of(self.model))
+        logits, _ = self.model(xs[0])
+        loss = nn.functional.cross_entropy(logits, y)
+        self.optimizer.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(self.model.parameters(), self.clip_norm)
+        self.optimizer.step()
+        return float(loss.detach()), int((logits.argmax(-1) == y).sum()), len(y)
+
+
 def train_glimpses(model: GlimpseClassifier, images, labels, *, epochs: int, batch_size: int = 32, lr: float = 2e-3,
                    clip_norm: float = 5.0, seed: int = 0, desc: str | None = None) -> History:
     """Train a :class:`GlimpseClassifier` with Adam on the cross-entropy of its class scores: the gradient reaches
@@ -393,25 +424,9 @@ def train_glimpses(model: GlimpseClassifier, images, labels, *, epochs: int, bat
     epochs, batch_size = validate.sizes(epochs=epochs, batch_size=batch_size)
     for name, value in (("lr", lr), ("clip_norm", clip_norm)):
         validate.positive(name, value)
-    dev = inputs.device_of(model)
-    model.train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    rng, history = np.random.default_rng(seed), History()
-    with progress(total=epochs * math.ceil(n / batch_size), desc=desc or "pytorch · glimpses") as bar:
-        for _ in range(epochs):
-            total, correct = 0.0, 0
-            for idx in batches(n, batch_size, rng):
-                y = torch.as_tensor(labels[idx], device=dev)
-                logits, _ = model(images[idx])
-                loss = nn.functional.cross_entropy(logits, y)
-                optimizer.zero_grad()
-                loss.backward()
-                nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
-                optimizer.step()
-                total += float(loss.detach()) * len(idx)
-                correct += int((logits.argmax(-1) == y).sum())
-                bar.update(1)
-            history.log(loss=total / n, accuracy=correct / n)
-            bar.set_postfix(loss=f"{total / n:.3f}", acc=f"{correct / n:.3f}")
+    history = training.run(GlimpseTrainer(model, lr=lr, clip_norm=clip_norm), (images,), labels, epochs=epochs,
+                           batch_size=batch_size, seed=seed, desc=desc or "pytorch · glimpses")
     model.eval()
     return history
+
+

@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -79,14 +79,19 @@ def warmup_schedule(d_model: int, warmup: int, factor: float = 1.0) -> Callable[
     return rate
 
 
-class Trainer(Protocol):
-    """One framework's side of a training run (see :func:`run`)."""
-
-    def step(self, xs: list[np.ndarray], y: np.ndarray, step: int) -> tuple[float, int, int]:
-        """Train on one mini-batch (``step`` counts from 1): its mean loss, correct predictions, counted targets."""
+class Step(Protocol):
+    """What every training run needs from a framework: put the model in training mode, train on a mini-batch."""
 
     def start_epoch(self) -> None:
         """Put the model in training mode."""
+
+    def step(self, xs: list[np.ndarray], y: np.ndarray, step: int) -> tuple[float, int, int]:
+        """Train on one mini-batch (``step`` counts from 1): its mean loss (per example, or per counted target
+        with ``run(average="target")``), correct predictions, counted targets."""
+
+
+class Trainer(Step, Protocol):
+    """A framework's side of :func:`run` with validation and checkpoints (``fit``'s)."""
 
     def weights(self) -> Any:
         """A copy of the model's weights."""
@@ -102,42 +107,85 @@ class Trainer(Protocol):
         """Put a checkpoint back; return (history metrics, best, epochs done)."""
 
 
-def run(trainer: Trainer, inputs, targets, *, epochs: int, batch_size: int, seed: int, desc: str,
-        validation: tuple | None = None, checkpoint: str | os.PathLike | None = None, context=None) -> History:
-    """The training loop of every ``fit``: ``epochs`` passes over ``inputs``/``targets`` in mini-batches shuffled by
-    ``seed``; after each epoch the validation loss (when ``validation`` = (inputs, targets) is given, the weights of
-    the best epoch are put back at the end) and a checkpoint (a run that finds ``checkpoint`` resumes after the
-    epoch it holds, with the same shuffles as an unbroken run). ``context``: a context manager around the loop."""
+class Shuffled:
+    """An epoch is every example once, in mini-batches of ``batch_size``, in an order drawn from the run's
+    generator (``fit``'s and the captioners' epochs)."""
+
+    def __init__(self, n: int, batch_size: int):
+        self.n, self.batch_size = n, batch_size
+
+    def count(self, epoch: int) -> int:
+        return (self.n + self.batch_size - 1) // self.batch_size
+
+    def __call__(self, rng: np.random.Generator, epoch: int) -> Iterator[np.ndarray]:
+        return batches(self.n, self.batch_size, rng)
+
+
+class Drawn:
+    """``steps`` mini-batches of ``batch_size`` examples drawn with replacement, ``every`` to an epoch (the last
+    epoch may be shorter): training by steps with an evaluation every ``every`` steps (Chapter 2's pointers)."""
+
+    def __init__(self, n: int, batch_size: int, steps: int, every: int):
+        self.n, self.batch_size, self.steps, self.every = n, batch_size, steps, every
+        self.epochs = -(-steps // every)
+
+    def count(self, epoch: int) -> int:
+        return min(self.every, self.steps - epoch * self.every)
+
+    def __call__(self, rng: np.random.Generator, epoch: int) -> Iterator[np.ndarray]:
+        return (rng.integers(0, self.n, size=self.batch_size) for _ in range(self.count(epoch)))
+
+
+def run(trainer: Step, inputs, targets, *, epochs: int, batch_size: int, seed: int, desc: str,
+        validation: tuple | None = None, checkpoint: str | os.PathLike | None = None, context=None,
+        rng: np.random.Generator | None = None, draw: Shuffled | Drawn | None = None, average: str = "example",
+        after_epoch: Callable[[int], None] | None = None) -> History:
+    """The training loop of every model in the course: ``epochs`` passes over ``inputs``/``targets`` in
+    mini-batches shuffled by ``seed``; after each epoch the validation loss (when ``validation`` = (inputs,
+    targets) is given, the weights of the best epoch are put back at the end) and a checkpoint (a run that finds
+    ``checkpoint`` resumes after the epoch it holds, with the same shuffles as an unbroken run); both need a full
+    :class:`Trainer`. ``context``: a context manager around the loop.
+    ``rng``: the generator the batches are drawn from, when the trainer draws its noise from it too (one stream
+    for both, as the frameworks share it); ``draw``: how an epoch's mini-batches are chosen (:class:`Shuffled`,
+    the default, or :class:`Drawn`); ``average``: the history's loss per ``"example"`` or per counted
+    ``"target"`` (a caption's words); ``after_epoch(epochs_done)`` runs after each epoch (an evaluation)."""
     n = len(targets)
+    draw = draw or Shuffled(n, batch_size)
     history, best, done = History(), None, 0
+    full = cast(Trainer, trainer)                                            # validation and checkpoints need it
     if checkpoint is not None and Path(checkpoint).exists():                 # resume an interrupted run
-        history.metrics, best, done = trainer.load(Path(checkpoint))
-    rng = np.random.default_rng(seed)
-    for _ in range(done):                                                    # the same shuffles as an unbroken run
-        rng.permutation(n)
-    per_epoch = (n + batch_size - 1) // batch_size
-    steps, step = (epochs - done) * per_epoch, done * per_epoch
+        history.metrics, best, done = full.load(Path(checkpoint))
+    rng = np.random.default_rng(seed) if rng is None else rng
+    for epoch in range(done):                                                # the same shuffles as an unbroken run
+        for _ in draw(rng, epoch):
+            pass
+    steps = sum(draw.count(epoch) for epoch in range(done, epochs))
+    step = sum(draw.count(epoch) for epoch in range(done))
     with context or nullcontext(), progress(total=steps, desc=desc) as bar:
         for epoch in range(done, epochs):
             trainer.start_epoch()
-            total, correct, count = 0.0, 0, 0
-            for idx in batches(n, batch_size, rng):
+            total, weight, correct, count = 0.0, 0, 0, 0
+            for idx in draw(rng, epoch):
                 step += 1
                 loss, hits, kept = trainer.step([a[idx] for a in inputs], targets[idx], step)
-                total += loss * len(idx)
+                share = len(idx) if average == "example" else kept
+                total += loss * share
+                weight += share
                 correct += hits
                 count += kept
                 bar.update(1)
-            history.log(loss=total / n, accuracy=correct / max(count, 1))
+            history.log(loss=total / weight, accuracy=correct / max(count, 1))
             if validation is not None:
-                val_loss = trainer.validation_loss(*validation)
+                val_loss = full.validation_loss(*validation)
                 history.log(val_loss=val_loss)
                 if best is None or val_loss < best["val_loss"]:
-                    best = {"val_loss": val_loss, "epoch": epoch + 1, "model": trainer.weights()}
-            bar.set_postfix(loss=f"{total / n:.3f}", acc=f"{correct / max(count, 1):.3f}")
+                    best = {"val_loss": val_loss, "epoch": epoch + 1, "model": full.weights()}
+            bar.set_postfix(loss=f"{total / weight:.3f}", acc=f"{correct / max(count, 1):.3f}")
             if checkpoint is not None:
-                trainer.save(Path(checkpoint), history, best, epoch + 1)
+                full.save(Path(checkpoint), history, best, epoch + 1)
+            if after_epoch is not None:
+                after_epoch(epoch + 1)
     if best is not None:
-        trainer.set_weights(best["model"])                               # the epoch with the lowest validation loss
+        full.set_weights(best["model"])                                  # the epoch with the lowest validation loss
         history.best_epoch = best["epoch"]
     return history
