@@ -11,18 +11,17 @@ from __future__ import annotations
 from typing import Any
 
 import keras
-import numpy as np
 import tensorflow as tf
 from keras import layers, ops
 
 from attention_course.ch01_sequence_models.keras import masked_softmax
 from attention_course.ch04_score_functions.keras import AdditiveScore, GeneralScore
+from attention_course.core import train as training
 from attention_course.core import validate
 from attention_course.core.choices import TRANSLATION_ATTENTION
 from attention_course.core.keras import inputs
 from attention_course.core.keras.base import BuildOnCall, Layer, Model
 from attention_course.core.text import PAD
-from attention_course.core.train import batches, progress
 
 __all__ = ["OneStepAttention", "SlidesTranslator", "Encoder", "PlainDecoder", "BahdanauDecoder", "LuongDecoder",
            "Translator", "DECODERS", "coverage_penalty", "agreement", "fit_attention_terms"]
@@ -297,6 +296,61 @@ def agreement(a_xy, a_yx, tgt_mask):
     return ops.sum(a_xy * ops.transpose(a_yx, (0, 2, 1))) / ops.sum(ops.cast(tgt_mask, a_xy.dtype))
 
 
+class AttentionTermsTrainer:
+    """The side of the course's training loop (:func:`attention_course.core.train.run`) that trains ``model``
+    with Adam on the cross-entropy plus ``coverage`` × ``coverage_penalty``; with ``reverse``, both models learn
+    together on the batch's pairs and their reversal, minus ``agreement_weight`` × ``agreement``. ``data`` and
+    ``reverse_data`` give the arrays' shapes for the compiled step."""
+
+    def __init__(self, model, reverse, data, reverse_data, *, coverage: float, agreement_weight: float, lr: float,
+                 clip_norm: float):
+        pair = [model] if reverse is None else [model, reverse]
+        for m, d in zip(pair, [data, reverse_data], strict=False):       # build the weights before tracing
+            m(d.src[:2], d.src_mask[:2], d.tgt_in[:2])
+        params = [v for m in pair for v in m.trainable_variables]
+        optimizer = keras.optimizers.Adam(learning_rate=lr, global_clipnorm=clip_norm)
+        optimizer.build(params)
+
+        def cross_entropy(y, logits):                                   # mean over the real target tokens
+            keep = ops.cast(y != PAD, logits.dtype)
+            per_token = keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True)
+            return ops.sum(per_token * keep) / ops.sum(keep)
+
+        def spec(d):                                                    # any batch size: one trace, not two
+            return () if d is None else tuple(tf.TensorSpec((None, *a.shape[1:]), tf.as_dtype(a.dtype))
+                                              for a in (d.src, d.src_mask, d.tgt_in, d.tgt_out))
+
+        @tf.function(input_signature=[spec(data), spec(reverse_data if reverse is not None else None)])
+        def train_step(x, r):
+            with tf.GradientTape() as tape:
+                logits, a_xy = model(*x[:3], return_weights=True, training=True)      # (b, T, V), (b, T, S)
+                loss = cross_entropy(x[3], logits)
+                tgt_mask = x[3] != PAD
+                if coverage:
+                    loss = loss + coverage * coverage_penalty(a_xy, x[1], tgt_mask)
+                if reverse is not None:
+                    r_logits, a_yx = reverse(*r[:3], return_weights=True, training=True)   # (b, S, V'), (b, S, T)
+                    loss = loss + cross_entropy(r[3], r_logits)
+                    loss = loss - agreement_weight * agreement(a_xy, a_yx, tgt_mask)
+            grads = tape.gradient(loss, params)
+            # embeddings get sparse gradients: dense ones keep Adam right for rows repeated in a batch (as in fit)
+            optimizer.apply([tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads],
+                            params)
+            hits = ops.logical_and(ops.equal(ops.cast(ops.argmax(logits, -1), x[3].dtype), x[3]), tgt_mask)
+            return loss, ops.sum(ops.cast(hits, "int32")), ops.sum(ops.cast(tgt_mask, "int32"))
+
+        self.train_step = train_step
+
+    def start_epoch(self) -> None:
+        pass                                                            # Keras layers take training= at each call
+
+    def step(self, xs, y, step: int) -> tuple[float, int, int]:
+        x = tuple(tf.convert_to_tensor(a) for a in (*xs[:3], y))
+        r = tuple(tf.convert_to_tensor(a) for a in xs[3:])
+        loss, hits, kept = self.train_step(x, r)
+        return float(loss), int(hits), int(kept)
+
+
 def fit_attention_terms(model, data, *, coverage: float = 0.0, reverse=None, reverse_data=None,
                         agreement_weight: float = 0.0, epochs: int, lr: float, batch_size: int = 64,
                         clip_norm: float = 1.0, seed: int = 0) -> list[float]:
@@ -309,48 +363,10 @@ def fit_attention_terms(model, data, *, coverage: float = 0.0, reverse=None, rev
     agreement_weight = validate.non_negative("agreement_weight", agreement_weight)
     validate.positive("lr", lr)
     epochs, batch_size = validate.sizes(epochs=epochs, batch_size=batch_size)
-    pair = [model] if reverse is None else [model, reverse]
-    for m, d in zip(pair, [data, reverse_data], strict=False):           # build the weights before tracing
-        m(d.src[:2], d.src_mask[:2], d.tgt_in[:2])
-    params = [v for m in pair for v in m.trainable_variables]
-    optimizer = keras.optimizers.Adam(learning_rate=lr, global_clipnorm=clip_norm)
-    optimizer.build(params)
-
-    def cross_entropy(y, logits):                                       # mean over the real target tokens
-        keep = ops.cast(y != PAD, logits.dtype)
-        per_token = keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True)
-        return ops.sum(per_token * keep) / ops.sum(keep)
-
-    def spec(d):                                                        # any batch size: one trace, not two
-        return () if d is None else tuple(tf.TensorSpec((None, *a.shape[1:]), tf.as_dtype(a.dtype))
-                                          for a in (d.src, d.src_mask, d.tgt_in, d.tgt_out))
-
-    @tf.function(input_signature=[spec(data), spec(reverse_data if reverse is not None else None)])
-    def train_step(x, r):
-        with tf.GradientTape() as tape:
-            logits, a_xy = model(*x[:3], return_weights=True, training=True)      # (b, T, V), (b, T, S)
-            loss = cross_entropy(x[3], logits)
-            tgt_mask = x[3] != PAD
-            if coverage:
-                loss = loss + coverage * coverage_penalty(a_xy, x[1], tgt_mask)
-            if reverse is not None:
-                r_logits, a_yx = reverse(*r[:3], return_weights=True, training=True)   # (b, S, V'), (b, S, T)
-                loss = loss + cross_entropy(r[3], r_logits)
-                loss = loss - agreement_weight * agreement(a_xy, a_yx, tgt_mask)
-        grads = tape.gradient(loss, params)
-        # embeddings get sparse gradients: dense ones keep Adam right for rows repeated in a batch (as in fit)
-        optimizer.apply([tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads], params)
-        return loss
-
-    rng, history = np.random.default_rng(seed), []
-    with progress(total=epochs * -(-len(data.src) // batch_size), desc="attention terms") as bar:
-        for _ in range(epochs):
-            total = 0.0
-            for idx in batches(len(data.src), batch_size, rng):
-                x = tuple(tf.convert_to_tensor(a[idx]) for a in (data.src, data.src_mask, data.tgt_in, data.tgt_out))
-                r = () if reverse is None else tuple(tf.convert_to_tensor(a[idx]) for a in (
-                    reverse_data.src, reverse_data.src_mask, reverse_data.tgt_in, reverse_data.tgt_out))
-                total += float(train_step(x, r)) * len(idx)
-                bar.update(1)
-            history.append(total / len(data.src))
-    return history
+    trainer = AttentionTermsTrainer(model, reverse, data, reverse_data, coverage=coverage,
+                                    agreement_weight=agreement_weight, lr=lr, clip_norm=clip_norm)
+    inputs: tuple = (data.src, data.src_mask, data.tgt_in)
+    if reverse is not None:
+        inputs += (reverse_data.src, reverse_data.src_mask, reverse_data.tgt_in, reverse_data.tgt_out)
+    return training.run(trainer, inputs, data.tgt_out, epochs=epochs, batch_size=batch_size, seed=seed,
+                        desc="attention terms")["loss"]

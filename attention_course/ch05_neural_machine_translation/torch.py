@@ -10,17 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
 from attention_course.ch01_sequence_models.torch import masked_softmax
 from attention_course.ch04_score_functions.torch import AdditiveScore, GeneralScore
+from attention_course.core import train as training
 from attention_course.core import validate
 from attention_course.core.choices import TRANSLATION_ATTENTION
 from attention_course.core.text import PAD
 from attention_course.core.torch import inputs
-from attention_course.core.train import batches, progress
 
 __all__ = ["OneStepAttention", "SlidesTranslator", "Encoder", "PlainDecoder", "BahdanauDecoder", "LuongDecoder",
            "Translator", "DECODERS", "coverage_penalty", "agreement", "fit_attention_terms"]
@@ -299,6 +298,42 @@ def agreement(a_xy, a_yx, tgt_mask):
     return (a_xy * a_yx.transpose(1, 2)).sum() / tgt_mask.sum()
 
 
+class AttentionTermsTrainer:
+    """The side of the course's training loop (:func:`attention_course.core.train.run`) that trains ``model``
+    with Adam on the cross-entropy plus ``coverage`` × ``coverage_penalty``; with ``reverse``, both models learn
+    together on the batch's pairs and their reversal, minus ``agreement_weight`` × ``agreement``."""
+
+    def __init__(self, model, reverse, *, coverage: float, agreement_weight: float, lr: float, clip_norm: float):
+        self.pair = [model] if reverse is None else [model, reverse]
+        self.params = [p for m in self.pair for p in m.parameters()]
+        self.optimizer = torch.optim.Adam(self.params, lr=lr)
+        self.cross_entropy = nn.CrossEntropyLoss(ignore_index=PAD)
+        self.coverage, self.agreement_weight, self.clip_norm = coverage, agreement_weight, clip_norm
+
+    def start_epoch(self) -> None:
+        for m in self.pair:
+            m.train()
+
+    def step(self, xs, y, step: int) -> tuple[float, int, int]:
+        x = [torch.as_tensor(a) for a in xs[:3]]                                   # src, src_mask, tgt_in
+        y = torch.as_tensor(y)
+        logits, a_xy = self.pair[0](*x, return_weights=True)                       # (b, T, V), (b, T, S)
+        loss = self.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        tgt_mask = y != PAD
+        if self.coverage:
+            loss = loss + self.coverage * coverage_penalty(a_xy, x[1], tgt_mask)
+        if len(self.pair) == 2:
+            r = [torch.as_tensor(a) for a in xs[3:]]                               # the same pairs, Y→X
+            r_logits, a_yx = self.pair[1](*r[:3], return_weights=True)              # (b, S, V'), (b, S, T)
+            loss = loss + self.cross_entropy(r_logits.reshape(-1, r_logits.shape[-1]), r[3].reshape(-1))
+            loss = loss - self.agreement_weight * agreement(a_xy, a_yx, tgt_mask)
+        self.optimizer.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(self.params, self.clip_norm)
+        self.optimizer.step()
+        return loss.item(), int(((logits.argmax(-1) == y) & tgt_mask).sum()), int(tgt_mask.sum())
+
+
 def fit_attention_terms(model, data, *, coverage: float = 0.0, reverse=None, reverse_data=None,
                         agreement_weight: float = 0.0, epochs: int, lr: float, batch_size: int = 64,
                         clip_norm: float = 1.0, seed: int = 0) -> list[float]:
@@ -311,36 +346,13 @@ def fit_attention_terms(model, data, *, coverage: float = 0.0, reverse=None, rev
     agreement_weight = validate.non_negative("agreement_weight", agreement_weight)
     validate.positive("lr", lr)
     epochs, batch_size = validate.sizes(epochs=epochs, batch_size=batch_size)
-    pair = [model] if reverse is None else [model, reverse]
-    params = [p for m in pair for p in m.parameters()]
-    optimizer = torch.optim.Adam(params, lr=lr)
-    cross_entropy = nn.CrossEntropyLoss(ignore_index=PAD)
-    rng, history = np.random.default_rng(seed), []
-    with progress(total=epochs * -(-len(data.src) // batch_size), desc="attention terms") as bar:
-        for _ in range(epochs):
-            for m in pair:
-                m.train()
-            total = 0.0
-            for idx in batches(len(data.src), batch_size, rng):
-                x = [torch.as_tensor(a[idx]) for a in (data.src, data.src_mask, data.tgt_in, data.tgt_out)]
-                logits, a_xy = model(*x[:3], return_weights=True)                  # (b, T, V), (b, T, S)
-                loss = cross_entropy(logits.reshape(-1, logits.shape[-1]), x[3].reshape(-1))
-                tgt_mask = x[3] != PAD
-                if coverage:
-                    loss = loss + coverage * coverage_penalty(a_xy, x[1], tgt_mask)
-                if reverse is not None:
-                    r = [torch.as_tensor(a[idx]) for a in (reverse_data.src, reverse_data.src_mask,
-                                                           reverse_data.tgt_in, reverse_data.tgt_out)]
-                    r_logits, a_yx = reverse(*r[:3], return_weights=True)            # (b, S, V'), (b, S, T)
-                    loss = loss + cross_entropy(r_logits.reshape(-1, r_logits.shape[-1]), r[3].reshape(-1))
-                    loss = loss - agreement_weight * agreement(a_xy, a_yx, tgt_mask)
-                optimizer.zero_grad()
-                loss.backward()
-                nn.utils.clip_grad_norm_(params, clip_norm)
-                optimizer.step()
-                total += loss.item() * len(idx)
-                bar.update(1)
-            history.append(total / len(data.src))
-    for m in pair:
+    trainer = AttentionTermsTrainer(model, reverse, coverage=coverage, agreement_weight=agreement_weight, lr=lr,
+                                    clip_norm=clip_norm)
+    inputs: tuple = (data.src, data.src_mask, data.tgt_in)
+    if reverse is not None:
+        inputs += (reverse_data.src, reverse_data.src_mask, reverse_data.tgt_in, reverse_data.tgt_out)
+    history = training.run(trainer, inputs, data.tgt_out, epochs=epochs, batch_size=batch_size, seed=seed,
+                           desc="attention terms")
+    for m in trainer.pair:
         m.eval()
-    return history
+    return history["loss"]
