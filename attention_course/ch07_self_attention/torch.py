@@ -25,10 +25,11 @@ __all__ = ["causal_mask", "scaled_dot_product_attention", "split_heads", "merge_
 
 
 def causal_mask(t_q: int, t_k: int | None = None, device=None) -> torch.Tensor:
-    """(T_q, T_k) bool, True where query i may see key j: j ≤ i + T_k − T_q (the queries are the last T_q
-    positions of the sequence, so a decoder step that has T_k − T_q earlier keys sees them all)."""
+    """(1, T_q, T_k) bool, True where query i may see key j: j ≤ i + T_k − T_q (the queries are the last T_q
+    positions of the sequence, so a decoder step that has T_k − T_q earlier keys sees them all). The leading 1 is
+    the batch: the mask holds for every example, and it cannot be mistaken for a (batch, T_k) padding mask."""
     t_k = t_q if t_k is None else t_k
-    return torch.ones(t_q, t_k, dtype=torch.bool, device=device).tril(t_k - t_q)
+    return torch.ones(t_q, t_k, dtype=torch.bool, device=device).tril(t_k - t_q)[None]
 
 
 def visible_keys(mask, causal: bool, t_q: int, t_k: int, device) -> torch.Tensor | None:
@@ -38,7 +39,7 @@ def visible_keys(mask, causal: bool, t_q: int, t_k: int, device) -> torch.Tensor
         mask = inputs.bool_mask(inputs.tensor(mask, "mask", device))
         visible = mask[:, None, None, :] if mask.dim() == 2 else mask[:, None]      # (B, 1, 1|T_q, T_k)
     if causal:
-        future = causal_mask(t_q, t_k, device)[None, None]                          # (1, 1, T_q, T_k)
+        future = causal_mask(t_q, t_k, device)[:, None]                             # (1, 1, T_q, T_k)
         visible = future if visible is None else visible & future
     return visible
 
@@ -125,6 +126,7 @@ class MultiHeadAttention(nn.Module):
         value = key if value is None else value
         query, key, value, mask = inputs.attention(query, key, value, mask)
         validate.model_width(self, query)
+        key, value = inputs.hide(key, mask), inputs.hide(value, mask)  # hidden keys: zeros (0 × NaN would be NaN)
         q = split_heads(self.W_q(query), self.heads)                  # (B, h, T_q, d_head)
         k = split_heads(self.W_k(key), self.heads)                    # (B, h, T_k, d_head)
         v = split_heads(self.W_v(value), self.heads)                  # (B, h, T_k, d_head)

@@ -77,8 +77,8 @@ def test_fused_and_explicit_paths_match_a_numpy_reference(fw, case):
 
 
 def test_causal_mask_sees_the_past_and_the_last_queries(fw):
-    assert np.array_equal(to_numpy(fw.causal_mask(4)), np.tri(4, dtype=bool))
-    assert np.array_equal(to_numpy(fw.causal_mask(2, 5)), [[1, 1, 1, 1, 0], [1, 1, 1, 1, 1]])
+    assert np.array_equal(to_numpy(fw.causal_mask(4)), np.tri(4, dtype=bool)[None])           # (1, T_q, T_k)
+    assert np.array_equal(to_numpy(fw.causal_mask(2, 5)), [[[1, 1, 1, 1, 0], [1, 1, 1, 1, 1]]])
 
 
 def test_split_and_merge_heads_are_inverse_and_keep_feature_blocks(fw):
@@ -345,3 +345,29 @@ def test_multi_head_checker_passes_the_answer_and_names_mistakes():
         ac.exercises.multi_head(lambda x, *w: _multi_head(x, *w, out=False))
     with pytest.raises(ac.exercises.ExerciseError, match="causal mask is missing"):
         ac.exercises.multi_head(lambda x, *w: _multi_head(x, *w[:5], False))
+
+
+def test_a_nan_at_a_hidden_key_stays_there(fw):
+    """A NaN (or inf) in a padded position the mask hides does not reach the example's real positions, as in
+    Chapter 1's DotProductAttention: the hidden keys and values are zeros before the projections."""
+    mha = fw.MultiHeadAttention(8, 2)
+    x = np.random.default_rng(0).normal(size=(2, 4, 8)).astype(np.float32)
+    mask = np.array([[1, 1, 1, 0], [1, 1, 1, 1]], bool)
+    clean = to_numpy(mha(x, x, x, mask=mask))
+    for bad in (np.nan, np.inf):
+        dirty = x.copy()
+        dirty[0, 3] = bad
+        out = to_numpy(mha(x, dirty, dirty, mask=mask))                 # keys and values from the padded input
+        np.testing.assert_allclose(out, clean, rtol=1e-5, atol=1e-6)
+        out = to_numpy(mha(dirty, mask=mask))                          # self-attention: only the pad's own row
+        assert np.isfinite(out[0, :3]).all() and np.isfinite(out[1]).all()
+        np.testing.assert_allclose(out[0, :3], clean[0, :3], rtol=1e-5, atol=1e-6)
+
+
+def test_a_causal_mask_is_never_read_as_a_padding_mask(fw):
+    """causal_mask(T) is (1, T, T): with a batch of T examples it still means "the past", as causal=True does
+    (a (T, T) mask would have been read as a (batch, T_k) padding mask)."""
+    mha = fw.MultiHeadAttention(8, 2)
+    x = np.random.default_rng(1).normal(size=(4, 4, 8)).astype(np.float32)
+    np.testing.assert_allclose(to_numpy(mha(x, mask=fw.causal_mask(4))), to_numpy(mha(x, causal=True)),
+                               rtol=1e-5, atol=1e-6)
