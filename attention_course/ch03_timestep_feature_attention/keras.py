@@ -198,7 +198,8 @@ class AttentionGRU(Layer):
         self.W, self.U = layers.Dense(hidden), layers.Dense(hidden)
 
     def call(self, facts, gates):
-        facts, gates = inputs.floats(facts, "facts"), inputs.floats(gates, "gates")
+        facts = inputs.floats(facts, "facts")
+        gates = inputs.shares(gates, "gates", "how much each fact rewrites the state")
         validate.sequence_shapes("AttentionGRU", facts, gates, features=self.input_size, mask_name="gates")
         xr, xh = self.W_r(facts), self.W(facts)                       # (B, T, H) each, for every step at once
         h = ops.zeros((ops.shape(facts)[0], self.hidden), dtype=facts.dtype)

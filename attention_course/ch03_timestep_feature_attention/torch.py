@@ -215,7 +215,7 @@ class AttentionGRU(nn.Module):
 
     def forward(self, facts, gates):
         facts = inputs.floats(facts, "facts", inputs.device_of(self))
-        gates = inputs.floats(gates, "gates", facts.device)
+        gates = inputs.shares(gates, "gates", "how much each fact rewrites the state", facts.device)
         validate.sequence_shapes("AttentionGRU", facts, gates, features=self.W.in_features, mask_name="gates")
         xr, xh = self.W_r(facts), self.W(facts)                       # (B, T, H) each, for every step at once
         h = facts.new_zeros(facts.shape[0], self.hidden)

@@ -113,6 +113,17 @@ def mask_dtype(name: str, dtype, shape) -> None:
     numeric(name, dtype, shape)
 
 
+def share_rule(name: str, meaning: str) -> str:
+    """What values a tensor of weights in [0, 1] (``meaning``: what each weight does) must hold."""
+    return f"{name} must hold weights in [0, 1] ({meaning}); NaN is not a weight"
+
+
+def shares(name: str, meaning: str, low: float, high: float) -> None:
+    """Weights in [0, 1]: ``low`` and ``high`` are the smallest and largest value (NaN fails)."""
+    if not (0.0 <= low and high <= 1.0):
+        raise InputError(f"{share_rule(name, meaning)}; got values from {low:.4g} to {high:.4g}")
+
+
 def missing_mask(name: str) -> InputError:
     """The error for a required mask left out (None)."""
     return InputError(f"{name} is required: a (B, S) mask, True on each sentence's real tokens and False on its "

@@ -17,7 +17,7 @@ import attention_course as ac
 from attention_course import exercises
 from attention_course.ch03_timestep_feature_attention import torch as trec
 from attention_course.core import metrics
-from attention_course.core.errors import ConfigError, ShapeError
+from attention_course.core.errors import ConfigError, InputError, ShapeError
 from attention_course.core.parity import torch_to_keras
 
 RTOL, ATOL = 1e-5, 1e-6
@@ -648,3 +648,12 @@ def test_score_dots_and_seed_spread_carry_alt_text():
     assert spec["description"] == "seeds" and len(spec["layer"]) == 4
     assert spec["title"] == "Accuracy over seeds"                   # the chart's title, not the axis title
     assert spec["layer"][1]["encoding"]["x"]["title"] == "validation accuracy"
+
+
+@pytest.mark.parametrize("gate", [1.5, -0.1, np.nan])
+def test_attention_gru_refuses_gates_that_are_not_weights(fw, gate):
+    """A gate outside [0, 1] would extrapolate the state (h = g·h̃ + (1 − g)·h), NaN would spread: both refused."""
+    gates = np.full((2, 3), 0.5, np.float32)
+    gates[1, 2] = gate
+    with pytest.raises(InputError, match=r"gates must hold weights in \[0, 1\].*got values from"):
+        fw.AttentionGRU(4, 8)(np.zeros((2, 3, 4), np.float32), gates)

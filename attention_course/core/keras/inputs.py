@@ -63,6 +63,20 @@ def _require(ok, rule: str) -> None:
         tf.debugging.Assert(ok, [_MARK + rule])
 
 
+def shares(x, name: str, meaning: str):
+    """Float weights in [0, 1] (``meaning``: what each does, for the error; one reduction checks them, also in a
+    traced graph)."""
+    x = floats(x, name)
+    inside = ops.all(ops.logical_and(x >= 0, x <= 1))                     # NaN is neither
+    if symbolic(x):
+        _require(inside, validate.share_rule(name, meaning))
+    elif int(np.prod(x.shape)) and not bool(inside):
+        values = np.asarray(x)
+        validate.shares(name, meaning, float("nan") if np.isnan(values).any() else float(values.min()),
+                        float(values.max()))
+    return x
+
+
 def bool_mask(m, name: str = "mask", rule: str = MASK_RULE):
     """A bool mask from bool or 0/1 values (one reduction checks the values); None stays None. ``rule`` says what
     the mask means, in the error."""

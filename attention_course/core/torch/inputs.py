@@ -44,6 +44,15 @@ def floats(x, name: str, device=None) -> torch.Tensor:
     return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
 
 
+def shares(x, name: str, meaning: str, device=None) -> torch.Tensor:
+    """Float weights in [0, 1] (``meaning``: what each does, for the error; one min/max reduction checks them)."""
+    x = floats(x, name, device)
+    if x.numel():
+        low, high = (float(v) for v in torch.aminmax(x))
+        validate.shares(name, meaning, float("nan") if torch.isnan(x).any() else low, high)
+    return x
+
+
 def bool_mask(m, name: str = "mask", device=None, rule: str = validate.MASK_RULE):
     """A bool mask from bool or 0/1 values (one reduction checks the values); None stays None. ``rule`` says what
     the mask means, in the error."""
