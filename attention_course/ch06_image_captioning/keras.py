@@ -40,7 +40,7 @@ def image_input(images, features: int | None = None):
     float32 tensor."""
     images = inputs.tensor(images, "images")
     validate.captioner_inputs("images", inputs.dtype_name(images), validate.shape_of(images), features)
-    return ops.cast(images, "float32")
+    return inputs.finite(ops.cast(images, "float32"), "images")
 
 
 class SceneEncoder(BuildOnCall, Layer):

@@ -38,7 +38,7 @@ def image_input(images, dev=None, features: int | None = None) -> torch.Tensor:
     float32 tensor (on ``dev``)."""
     images = inputs.tensor(images, "images")
     validate.captioner_inputs("images", inputs.dtype_name(images), validate.shape_of(images), features)
-    images = images.float()
+    images = inputs.finite(images.float(), "images")
     return images.to(dev) if dev is not None else images
 
 

@@ -113,6 +113,16 @@ def mask_dtype(name: str, dtype, shape) -> None:
     numeric(name, dtype, shape)
 
 
+def finite_rule(name: str) -> str:
+    return f"{name} must hold finite numbers: a NaN or infinite value spreads through every layer after it"
+
+
+def finite(name: str, bad: int, first: tuple | None) -> None:
+    """No NaN or infinite value: ``bad`` is how many there are, ``first`` the index of the first."""
+    if bad:
+        raise InputError(f"{finite_rule(name)}; got {bad} (the first at index {first}): fix or drop that example")
+
+
 def share_rule(name: str, meaning: str) -> str:
     """What values a tensor of weights in [0, 1] (``meaning``: what each weight does) must hold."""
     return f"{name} must hold weights in [0, 1] ({meaning}); NaN is not a weight"

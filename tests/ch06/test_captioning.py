@@ -11,7 +11,7 @@ import attention_course as ac
 from attention_course.ch06_image_captioning import experiment as c6
 from attention_course.ch06_image_captioning import metrics as cm
 from attention_course.ch06_image_captioning import scenes as sc
-from attention_course.core.errors import ConfigError, ShapeError
+from attention_course.core.errors import ConfigError, InputError, ShapeError
 from attention_course.core.parity import torch_to_keras
 
 pytestmark = pytest.mark.chapter(6)   # Chapter 6: `make test CHAPTERS=...` picks by it
@@ -429,3 +429,17 @@ def test_relative_variance_is_noise_over_signal():
     g = np.array([[1.0, 0.0], [3.0, 0.0]])               # mean (2, 0), deviations ±1: E|g - mean|^2 = 1
     assert c6.relative_variance(g) == pytest.approx(1 / 4)
     assert c6.relative_variance(np.ones((5, 3))) == 0.0
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_captioner_refuses_an_image_with_a_nan_or_infinite_pixel(fw, bad):
+    """Keras' max pooling drops a NaN (the logits came out near 1e37); both frameworks now name the pixel instead,
+    in the model and in its training loop."""
+    model = fw.Captioner(20, "soft", embed=8, hidden=16, dim=12, units=10)
+    images = np.random.default_rng(0).random((2, 48, 48, 3)).astype(np.float32)
+    images[1, 5, 6, 2] = bad
+    tokens = np.array([[1, 3, 4], [1, 5, 6]])
+    with pytest.raises(InputError, match=r"images must hold finite numbers.*1 \(the first at index \(1, 5, 6, 2\)\)"):
+        model(images, tokens)
+    with pytest.raises(InputError, match="images must hold finite numbers"):
+        fw.train_captioner(model, images, tokens, tokens, epochs=1, batch_size=2)

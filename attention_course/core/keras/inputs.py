@@ -63,6 +63,17 @@ def _require(ok, rule: str) -> None:
         tf.debugging.Assert(ok, [_MARK + rule])
 
 
+def finite(x, name: str):
+    """``x`` unchanged, once checked to hold no NaN or infinite value (one reduction, also in a traced graph)."""
+    ok = ops.all(ops.isfinite(x))
+    if symbolic(x):
+        _require(ok, validate.finite_rule(name))
+    elif not bool(ok):
+        bad = ~np.isfinite(np.asarray(x))
+        validate.finite(name, int(bad.sum()), tuple(int(i) for i in np.argwhere(bad)[0]))
+    return x
+
+
 def shares(x, name: str, meaning: str):
     """Float weights in [0, 1] (``meaning``: what each does, for the error; one reduction checks them, also in a
     traced graph)."""

@@ -44,6 +44,14 @@ def floats(x, name: str, device=None) -> torch.Tensor:
     return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
 
 
+def finite(x: torch.Tensor, name: str) -> torch.Tensor:
+    """``x`` unchanged, once checked to hold no NaN or infinite value (one reduction)."""
+    bad = ~torch.isfinite(x)
+    if bool(bad.any()):
+        validate.finite(name, int(bad.sum()), tuple(int(i) for i in bad.nonzero()[0]))
+    return x
+
+
 def shares(x, name: str, meaning: str, device=None) -> torch.Tensor:
     """Float weights in [0, 1] (``meaning``: what each does, for the error; one min/max reduction checks them)."""
     x = floats(x, name, device)
