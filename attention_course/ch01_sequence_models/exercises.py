@@ -39,10 +39,15 @@ def _close(a, b) -> bool:
     return a.shape == np.shape(b) and bool(np.allclose(a, b, rtol=1e-4, atol=1e-5))
 
 
-def _diagnose(got, candidates: dict[str, np.ndarray]) -> str:
+NAN = ("the result contains NaN: something computed 0/0, inf − inf or 0 × inf (an exponential of a large score "
+       "overflows to inf: subtract each row's maximum before exp)")
+
+
+def _diagnose(got, candidates: dict[str, np.ndarray], nan: str = NAN) -> str:
+    """Which common mistake ``got`` matches; ``nan``: what a NaN in it means in this exercise."""
     got = np.asarray(got)
     if got.dtype.kind == "f" and np.isnan(got).any():
-        return "the result contains NaN (a row where every key is masked must give zeros, not 0/0)"
+        return nan
     for mistake, answer in candidates.items():
         if _close(got, answer):
             return mistake
@@ -127,5 +132,8 @@ def masked_softmax(fn: Callable, *, trials: int = 20, seed: int | None = None) -
             "the masked scores were set to a finite value like -1e9 but a fully masked row then gets a "
             "uniform distribution instead of zeros": softmax(np.where(m3, scores, -1e9)),
         }
-        raise ExerciseError(f"wrong on trial {trial + 1}: {_diagnose(got, wrong)}")
+        nan = NAN
+        if got.dtype.kind == "f" and np.isnan(got).any() and not np.isnan(got[1:]).any():
+            nan = "the result contains NaN where every key is masked: such a row must give zeros, not 0/0"
+        raise ExerciseError(f"wrong on trial {trial + 1}: {_diagnose(got, wrong, nan)}")
     _pass("masked softmax", trials)

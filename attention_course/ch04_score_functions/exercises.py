@@ -163,7 +163,8 @@ def _diagnose_weights(got, q, k, mask) -> str:
     if found:
         return found[0] if len(found) == 1 else "; ".join(f"({i}) {m}" for i, m in enumerate(found, 1))
     if np.isnan(got).any():
-        return "the result contains NaN: a softmax over scores that are all -inf gives 0/0"
+        return ("the result contains NaN, though every example has a visible key: a masked score of -inf "
+                "multiplied by 0 (or inf − inf) gives NaN; fill the masked scores with -inf, do not multiply them")
     return "it differs from the reference in a way none of the common mistakes explains"
 
 
