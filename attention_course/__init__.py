@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from attention_course.notebook.glue import glue
 from attention_course.notebook.session import setup
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = ["setup", "glue", "__version__"]
 
 # ``ac.<name>`` → the module it names, imported on first use

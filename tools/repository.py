@@ -1,14 +1,16 @@
-"""The repository's address lives in one place: ``repository.url`` (and ``branch``) in ``_config.yml``.
+"""The repository's address lives in one place, ``repository.url`` in ``_config.yml``, and the release a notebook
+belongs to in one other, the package's ``__version__`` (release ``v<version>``, a git tag).
 
-The notebooks need it in three forms (their Colab link, the Colab install cell, and raw file addresses), and so
-does the package (``attention_course.core.results.URL``, where a notebook on Colab reads the book's results);
-neither can
-read ``_config.yml`` on Colab, so this command writes them from it:
+The notebooks need them in three forms (their Colab link, the Colab install cell, and raw file addresses), and so
+does the package (``attention_course.core.results.URL``, where a notebook on Colab reads the book's results). All
+three name the release, so that a notebook opened on Colab installs the package it was written with, not whatever
+a branch holds that day. Neither can read ``_config.yml`` on Colab, so this command writes them:
 
-    .venv/bin/python tools/repository.py           # rewrite every notebook's addresses from _config.yml
+    .venv/bin/python tools/repository.py           # rewrite every notebook's addresses
     .venv/bin/python tools/repository.py --check   # list the addresses that disagree (exit 1); the tests run it
 
-A fork changes the one line ``url:`` in ``_config.yml`` and runs the first command.
+A fork changes the one line ``url:`` in ``_config.yml`` and runs the first command; a release sets
+``__version__``, runs it, and tags the commit ``v<version>`` (CONTRIBUTING.md, "Releasing").
 """
 
 from __future__ import annotations
@@ -24,23 +26,34 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "book").glob("[0-9][0-9]-*/*.ipynb"))
 MODULES = [ROOT / "attention_course" / "core" / "results.py"]     # package modules holding a raw address
 GITHUB = r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+"
-PATTERNS = {   # form → (regex, replacement template with {repo} = owner/name and {branch})
+PATTERNS = {   # form → (regex, replacement template with {repo} = owner/name and {release} = v<version>)
     "colab": (re.compile(rf"https://colab\.research\.google\.com/github/{GITHUB}/blob/[\w.-]+/"),
-              "https://colab.research.google.com/github/{repo}/blob/{branch}/"),
-    "install": (re.compile(rf"git\+https://github\.com/{GITHUB}(?=[\"'@\s])"), "git+https://github.com/{repo}"),
+              "https://colab.research.google.com/github/{repo}/blob/{release}/"),
+    "install": (re.compile(rf"git\+https://github\.com/{GITHUB}(?:@[\w.-]+)?(?=[\"'\s])"),
+                "git+https://github.com/{repo}@{release}"),
     "raw": (re.compile(rf"https://raw\.githubusercontent\.com/{GITHUB}/[\w.-]+/"),
-            "https://raw.githubusercontent.com/{repo}/{branch}/"),
+            "https://raw.githubusercontent.com/{repo}/{release}/"),
 }
 
 
+def version() -> str:
+    """The package's ``__version__``, read without importing the package."""
+    text = (ROOT / "attention_course" / "__init__.py").read_text(encoding="utf-8")
+    match = re.search(r'^__version__ = "([0-9][\w.]*)"$', text, re.MULTILINE)
+    if not match:
+        raise SystemExit('attention_course/__init__.py: no line __version__ = "X.Y.Z"')
+    return match.group(1)
+
+
 def configured() -> dict[str, str]:
-    """``{"repo": "owner/name", "branch": ...}`` from _config.yml."""
+    """``{"repo": "owner/name", "release": "v<version>"}``: the address from _config.yml, the release from the
+    package's version."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["repository"]
     match = re.fullmatch(rf"https://github\.com/({GITHUB})/?", config["url"])
     if not match:
         raise SystemExit(f"_config.yml: repository.url must be https://github.com/<owner>/<name>; "
                          f"got {config['url']!r}")
-    return {"repo": match.group(1), "branch": config.get("branch", "main")}
+    return {"repo": match.group(1), "release": f"v{version()}"}
 
 
 def disagreements() -> list[str]:
@@ -92,9 +105,9 @@ def rewrite() -> int:
 def main(argv: list[str]) -> int:
     if "--check" in argv:
         wrong = disagreements()
-        print("\n".join(wrong) or f"every notebook points at {configured()['repo']} ({configured()['branch']})")
+        print("\n".join(wrong) or f"every notebook points at {configured()['repo']} ({configured()['release']})")
         return 1 if wrong else 0
-    print(f"rewrote {rewrite()} cells and modules from _config.yml")
+    print(f"rewrote {rewrite()} cells and modules from _config.yml and the package's version")
     return 0
 
 

@@ -22,7 +22,7 @@ from attention_course.core.errors import (
 __all__ = ["URL", "ResultsUnavailableError", "load", "local_copies"]
 
 #: Where the book's files are online: the main branch of the course's repository, as raw files.
-URL = "https://raw.githubusercontent.com/attention-course/attention-course/main/book/"
+URL = "https://raw.githubusercontent.com/attention-course/attention-course/v0.2.0/book/"
 
 
 def local_copies(path: str) -> list[Path]:

@@ -118,11 +118,25 @@ def test_repository_address_lives_in_one_place(tmp_path, monkeypatch):
     monkeypatch.setattr(repository, "MODULES", [module])
     monkeypatch.setattr(repository, "ROOT", tmp_path)
     monkeypatch.setattr(repository, "configured", lambda: {"repo": "attention-course/attention-course",
-                                                           "branch": "main"})
+                                                           "release": "v9.9.9"})
     wrong = repository.disagreements()
     assert len(wrong) == 2 and "results.py: https://raw.githubusercontent.com/someone/else/dev/" in wrong[1]
     assert repository.rewrite() == 2 and repository.disagreements() == []        # the cell and the module
-    assert "attention-course/attention-course/main/book/" in module.read_text(encoding="utf-8")
+    assert "attention-course/attention-course/v9.9.9/book/" in module.read_text(encoding="utf-8")
+    assert "git+https://github.com/attention-course/attention-course@v9.9.9" in nb.read_text(encoding="utf-8")
+
+
+def test_colab_installs_the_release_the_notebook_belongs_to():
+    """The install cell pins the package's own release (v<__version__>), never a branch's head; the Colab link and
+    the raw addresses name the same release."""
+    import attention_course
+
+    release = f"v{attention_course.__version__}"
+    for path in NOTEBOOKS:
+        text = path.read_text(encoding="utf-8")
+        installs = re.findall(r"pip install[^\n]*git\+https://github\.com/[\w.-]+/[\w.-]+(@[\w.-]+)?", text)
+        assert installs and set(installs) == {"@" + release}, (path.name, installs)
+        assert re.findall(r"colab\.research\.google\.com/github/[\w.-]+/[\w.-]+/blob/([\w.-]+)/", text) == [release]
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.parent.name)
