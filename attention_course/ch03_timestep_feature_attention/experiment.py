@@ -26,6 +26,7 @@ import numpy as np
 from attention_course import data as course_data
 from attention_course.core import machine, metrics
 from attention_course.core.backend import Backend, backend
+from attention_course.core.files import write_file
 from attention_course.core.text import pad_batch
 
 __all__ = ["NER_MODELS", "SENTIMENT_MODELS", "SHOWCASES", "tagger_arguments", "token_gain", "run_ner",
@@ -270,14 +271,22 @@ def run(framework: str = "pytorch", *, threads: int = 1, ner_epochs: int = 5, se
     if not skip_sentiment:
         res["sentiment"] = run_sentiment(fw, config["seeds"], config["sentiment_epochs"],
                                          config["sentiment_batch"], config["sentiment_lr"], models, embed_init)
-        partial.write_text(json.dumps(res, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_results(partial, json.dumps(res, indent=1, ensure_ascii=False) + "\n")
     if not skip_ner:
         ner = course_data.prepare_ner(config["ner_max_len"], n_train=400 if smoke else None,
                                       n_test=200 if smoke else None)
         res["ner"] = run_ner(fw, ner, config["ner_epochs"], config["ner_batch"], config["ner_lr"], seed=0,
                              models=ner_models)
     res["minutes"] = (time.perf_counter() - t0) / 60
-    (out_dir / "results.json").write_text(json.dumps(res, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out_dir / "results.md").write_text(markdown(res), encoding="utf-8")
+    write_results(out_dir / "results.json", json.dumps(res, indent=1, ensure_ascii=False) + "\n")
+    write_results(out_dir / "results.md", markdown(res))
     partial.unlink(missing_ok=True)
     return res
+
+
+def write_results(path: Path, text: str) -> None:
+    """Write a results file whole (a temporary file renamed into place); an earlier one there is moved aside,
+    ``<name>.replaced-<date>-<time>``, and the move is printed."""
+    old = write_file(path, text)
+    if old is not None:
+        print(f"{path} already existed: moved it, untouched, to {old}")

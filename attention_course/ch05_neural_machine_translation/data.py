@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tempfile
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from attention_course.core.errors import ConfigError, EnvError, InputError, MissingFileError
+from attention_course.core.files import write_file
 from attention_course.core.text import BOS, EOS, PAD, SPECIALS, UNK
 from attention_course.data.download import derived_dir
 from attention_course.data.loaders import load_multi30k, load_spa_eng
@@ -260,17 +260,12 @@ class SubwordTokenizer:
         return cls(tk, path)
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the tokenizer as json to ``path`` (atomically: a temporary file, then :func:`os.replace`)."""
+        """Write the tokenizer as json to ``path``, through a temporary file renamed into place; a file already
+        there is moved aside (``<name>.replaced-<date>-<time>``, printed), never overwritten."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".part", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(self.backend.to_str())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        old = write_file(path, self.backend.to_str())
+        if old is not None:
+            print(f"{path} already existed: moved it, untouched, to {old}")
         self.path = path
         return path
 

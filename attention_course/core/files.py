@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -31,5 +32,27 @@ def replace_folder(new: Path, target: Path) -> Path | None:
         os.replace(new, target)
     except BaseException:
         os.replace(old, target)
+        raise
+    return old
+
+
+def write_file(target: str | os.PathLike, data: str | bytes) -> Path | None:
+    """Write ``data`` (text as UTF-8) to ``target`` through a temporary sibling renamed into place, so that an
+    interrupted write leaves nothing half-written. A file already at ``target`` is never overwritten: it is moved
+    aside to ``<name>.replaced-<date>-<time>``, whose path is returned (None when nothing was there)."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, part = tempfile.mkstemp(prefix=f"{target.name}.", suffix=".part", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+        os.chmod(part, 0o644)                                       # mkstemp makes it private; the file is not
+        old = None
+        if target.exists() or target.is_symlink():
+            old = aside_name(target)
+            os.replace(target, old)
+        os.replace(part, target)
+    except BaseException:
+        Path(part).unlink(missing_ok=True)
         raise
     return old
