@@ -29,7 +29,7 @@ def causal_mask(t_q: int, t_k: int | None = None):
     """(1, T_q, T_k) bool, True where query i may see key j: j ≤ i + T_k − T_q (the queries are the last T_q
     positions of the sequence, so a decoder step that has T_k − T_q earlier keys sees them all). The leading 1 is
     the batch: the mask holds for every example, and it cannot be mistaken for a (batch, T_k) padding mask."""
-    t_k = t_q if t_k is None else t_k
+    t_q, t_k = validate.sizes(t_q=t_q, t_k=t_q if t_k is None else t_k)
     return ops.convert_to_tensor(np.tri(t_q, t_k, t_k - t_q, dtype=bool)[None])
 
 
@@ -208,7 +208,7 @@ class SinusoidalPositions(Layer):
 
     def __init__(self, d_model: int, **kwargs):
         super().__init__(**kwargs)
-        self.d_model = d_model
+        (self.d_model,) = validate.sizes(d_model=d_model)
 
     def call(self, x):
         # x (B, T, d_model) → x + PE[:T]
@@ -225,7 +225,7 @@ class LearnedPositions(BuildOnCall, Layer):
 
     def __init__(self, max_len: int, d_model: int, **kwargs):
         super().__init__(**kwargs)
-        self.max_len, self.d_model = max_len, d_model
+        self.max_len, self.d_model = validate.sizes(max_len=max_len, d_model=d_model)
         self.table = layers.Embedding(max_len, d_model)
 
     def call(self, x):

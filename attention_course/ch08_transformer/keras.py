@@ -57,6 +57,7 @@ class KVCache:
         if self.keys is None:
             self.keys, self.values = k, v
         else:
+            validate.same_steps(tuple(self.keys.shape), tuple(k.shape))
             self.keys = ops.concatenate([self.keys, k], axis=-2)
             self.values = ops.concatenate([self.values, v], axis=-2)
         return self.keys, self.values
@@ -91,6 +92,7 @@ class FeedForward(BuildOnCall, Layer):
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu", **kwargs):
         super().__init__(**kwargs)
         d_model, d_ff = validate.sizes(d_model=d_model, d_ff=d_ff)
+        dropout = validate.rate("dropout", dropout)
         validate.choice("activation", activation, ("relu", "gelu"))
         self.activation = activation
         self.W_1 = torch_like_dense(d_ff)
@@ -184,6 +186,7 @@ class Transformer(Model):
         super().__init__(**kwargs)
         src_vocab, tgt_vocab, d_model, layers, d_ff = validate.sizes(
             src_vocab=src_vocab, tgt_vocab=tgt_vocab, d_model=d_model, layers=layers, d_ff=d_ff)
+        dropout = validate.rate("dropout", dropout)
         self.d_model, self.norm_first = d_model, norm_first
         unit = initializers.RandomNormal(stddev=d_model ** -0.5)       # × √d on the way in: unit size, as the PE
         self.src_embedding = keras.layers.Embedding(src_vocab, d_model, embeddings_initializer=unit)
@@ -268,6 +271,7 @@ class LanguageModel(Model):
         super().__init__(**kwargs)
         vocab, d_model, layers, d_ff, context = validate.sizes(
             vocab=vocab, d_model=d_model, layers=layers, d_ff=d_ff, context=context)
+        dropout = validate.rate("dropout", dropout)
         self.d_model, self.context = d_model, context
         unit = initializers.RandomNormal(stddev=d_model ** -0.5)
         self.embedding = keras.layers.Embedding(vocab, d_model, embeddings_initializer=unit)

@@ -38,6 +38,7 @@ class KVCache:
         if self.keys is None:
             self.keys, self.values = k, v
         else:
+            validate.same_steps(tuple(self.keys.shape), tuple(k.shape))
             self.keys = torch.cat([self.keys, k], dim=-2)
             self.values = torch.cat([self.values, v], dim=-2)
         return self.keys, self.values
@@ -72,6 +73,7 @@ class FeedForward(nn.Module):
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu"):
         super().__init__()
         d_model, d_ff = validate.sizes(d_model=d_model, d_ff=d_ff)
+        dropout = validate.rate("dropout", dropout)
         validate.choice("activation", activation, ("relu", "gelu"))
         self.activation = activation
         self.W_1 = nn.Linear(d_model, d_ff)
@@ -164,6 +166,7 @@ class Transformer(nn.Module):
         super().__init__()
         src_vocab, tgt_vocab, d_model, layers, d_ff = validate.sizes(
             src_vocab=src_vocab, tgt_vocab=tgt_vocab, d_model=d_model, layers=layers, d_ff=d_ff)
+        dropout = validate.rate("dropout", dropout)
         self.d_model, self.norm_first = d_model, norm_first
         self.src_embedding = nn.Embedding(src_vocab, d_model)
         self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
@@ -251,6 +254,7 @@ class LanguageModel(nn.Module):
         super().__init__()
         vocab, d_model, layers, d_ff, context = validate.sizes(
             vocab=vocab, d_model=d_model, layers=layers, d_ff=d_ff, context=context)
+        dropout = validate.rate("dropout", dropout)
         self.d_model, self.context = d_model, context
         self.embedding = nn.Embedding(vocab, d_model)
         nn.init.normal_(self.embedding.weight, std=d_model ** -0.5)

@@ -1,4 +1,4 @@
-"""Chapter 8's argument checks (``within_context``), beside the generic ones of
+"""Chapter 8's argument checks (``within_context``, ``same_steps``), beside the generic ones of
 :mod:`attention_course.core.validate`, which this module re-exports: the chapter's code says ``validate.…`` for
 both."""
 
@@ -13,3 +13,13 @@ def within_context(length, context: int) -> None:
     if length is not None and length > context:
         raise ShapeError(f"LanguageModel reads at most context={context} tokens, but got {length} (the cached tokens "
                          f"and the input together): keep the last {context}, or build the model with a larger context")
+
+
+def same_steps(cached: tuple, new: tuple) -> None:
+    """A key–value cache grows along the steps only: this step's keys (B, h, T, d_head) must match the cached ones
+    in batch, heads and d_head."""
+    fits = len(new) == len(cached) and all(a == b or None in (a, b)              # unknown while tracing: passes
+                                           for i, (a, b) in enumerate(zip(cached, new, strict=True)) if i != 2)
+    if not fits:
+        raise ShapeError(f"this step's keys {new} do not fit the KVCache's {cached} (batch, heads, steps, d_head): a "
+                         "cache belongs to one batch and one layer; start a new KVCache() for another batch")

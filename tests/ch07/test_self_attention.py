@@ -371,3 +371,14 @@ def test_a_causal_mask_is_never_read_as_a_padding_mask(fw):
     x = np.random.default_rng(1).normal(size=(4, 4, 8)).astype(np.float32)
     np.testing.assert_allclose(to_numpy(mha(x, mask=fw.causal_mask(4))), to_numpy(mha(x, causal=True)),
                                rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("make, rule", [
+    (lambda fw: fw.causal_mask(0), "t_q must be >= 1"),
+    (lambda fw: fw.causal_mask(3, 0), "t_k must be >= 1"),
+    (lambda fw: fw.SinusoidalPositions(0), "d_model must be >= 1"),
+    (lambda fw: fw.LearnedPositions(0, 8), "max_len must be >= 1"),
+])
+def test_sizes_of_zero_are_refused(fw, make, rule):
+    with pytest.raises(ConfigError, match=rule):
+        make(fw)

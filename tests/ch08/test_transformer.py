@@ -274,3 +274,21 @@ def test_the_cached_layer_decodes_step_by_step_as_chapter_7s_layer_does_at_once(
     steps = [to_numpy(cached(as_input(fw, x[:, t:t + 1]), cache=cache)) for t in range(6)]
     assert len(cache) == 6
     np.testing.assert_allclose(np.concatenate(steps, axis=1), whole, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("make", [
+    lambda fw: fw.FeedForward(8, 16, dropout=1.5),
+    lambda fw: fw.EncoderLayer(8, 2, 16, dropout=-0.1),
+    lambda fw: fw.Transformer(10, 10, d_model=8, heads=2, layers=1, d_ff=16, dropout=1.0),
+    lambda fw: fw.LanguageModel(10, d_model=8, heads=2, layers=1, d_ff=16, dropout=2),
+])
+def test_a_dropout_rate_outside_0_1_is_the_courses_error(fw, make):
+    with pytest.raises(ConfigError, match=r"dropout \(a dropout rate\) must be a number in \[0, 1\)"):
+        make(fw)
+
+
+def test_a_cache_belongs_to_one_batch(fw):
+    layer, cache = fw.CachedMultiHeadAttention(8, 2), fw.KVCache()
+    layer(np.zeros((2, 1, 8), np.float32), cache=cache)
+    with pytest.raises(ShapeError, match=r"do not fit the KVCache's \(2, 2, 1, 4\).*start a new KVCache"):
+        layer(np.zeros((3, 1, 8), np.float32), cache=cache)
