@@ -1,0 +1,124 @@
+"""Bad input to Chapter 3's and 4's layers: the variational LSTM, feature-, timestep- and repeat-vector
+attention, attention pooling, the attention GRU, the NER tagger, the sentiment models, and the score functions
+with ``make_score`` and ``ScoredSeq2Seq``.
+
+Sizes and rates out of range, unknown choices, inputs of the wrong width or length, masks that are not bool,
+NaN where a mask hides it, gates that are not weights.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import Probe, to_input, to_numpy
+from .layers import bad, call, ids, rand
+
+B, T, D = 2, 5, 6
+PADS = np.array([[True, True, True, False, False], [True, True, True, True, True]])
+
+
+def layer_call(make, x_shape=(B, T, D), mask=None, **kwargs):
+    def run(fw):
+        return call(fw, make(fw), to_input(fw, rand(*x_shape)), **({} if mask is None else
+                                                                   {"mask": to_input(fw, mask)}), **kwargs)
+    return run
+
+
+def pooling_ignores_nan_at_pads(fw):
+    """A NaN in a padded state does not reach the pooled vector."""
+    layer = fw.AttentionPooling(D)
+    x = rand(B, T, D)
+    clean = to_numpy(call(fw, layer, to_input(fw, x), mask=to_input(fw, PADS)))
+    x[0, 4] = np.nan
+    out = to_numpy(call(fw, layer, to_input(fw, x), mask=to_input(fw, PADS)))
+    np.testing.assert_allclose(out, clean, rtol=1e-5, atol=1e-6, err_msg="a NaN behind the mask reached the pool")
+
+
+def pooling_weights_sum_to_one_over_real_steps(fw):
+    _, w = call(fw, fw.AttentionPooling(D), to_input(fw, rand(B, T, D)), mask=to_input(fw, PADS),
+                return_weights=True)
+    w = to_numpy(w)
+    np.testing.assert_allclose(w.sum(-1), 1.0, rtol=1e-5)
+    assert (w[~PADS] == 0).all(), "a padded step got weight"
+
+
+def pooling_of_nothing_is_zero(fw):
+    """An example whose every step is masked has nothing to pool: zero weights and a zero vector, never NaN (the
+    masked softmax's convention), and the other example is untouched."""
+    layer, x = fw.AttentionPooling(D), rand(B, T, D)
+    mask = np.array([[False] * T, [True] * T])
+    out, w = call(fw, layer, to_input(fw, x), mask=to_input(fw, mask), return_weights=True)
+    out, w = to_numpy(out), to_numpy(w)
+    assert (out[0] == 0).all() and (w[0] == 0).all(), "a fully masked example pooled something"
+    alone = to_numpy(call(fw, layer, to_input(fw, x[1:]), mask=to_input(fw, mask[1:])))
+    np.testing.assert_allclose(out[1], alone[0], rtol=1e-5, atol=1e-6)
+
+
+def tagger(fw, **kwargs):
+    return fw.NERTagger(20, 5, embed=D, hidden=4, **kwargs)
+
+
+def tagger_call(x, **kwargs):
+    def run(fw):
+        return call(fw, tagger(fw, **kwargs), to_input(fw, np.asarray(x)))
+    return run
+
+
+def score_call(name, q_shape=(B, 3, D), k_shape=(B, T, D), **kwargs):
+    def run(fw):
+        score = fw.make_score(name, **kwargs)
+        return call(fw, score, to_input(fw, rand(*q_shape)), to_input(fw, rand(*k_shape, seed=1)))
+    return run
+
+
+def dot_score_is_the_product(fw):
+    q, k = rand(B, 3, D), rand(B, T, D, seed=1)
+    got = to_numpy(call(fw, fw.make_score("dot"), to_input(fw, q), to_input(fw, k)))
+    np.testing.assert_allclose(got, q @ k.transpose(0, 2, 1), rtol=1e-5, atol=1e-5)
+
+
+# bad(...): must raise the course's error; Probe(...): must give a right result (checked)
+PROBES = [
+    bad("lstm", "VariationalLSTM(recurrent_dropout=1.2)", lambda fw: fw.VariationalLSTM(D, 4, recurrent_dropout=1.2)),
+    bad("lstm", "VariationalLSTM input of another width", layer_call(lambda fw: fw.VariationalLSTM(D + 1, 4))),
+    bad("lstm", "VariationalLSTM on a 2-D input", layer_call(lambda fw: fw.VariationalLSTM(D, 4), x_shape=(T, D))),
+    bad("feature", "FeatureAttention(activation='relu')", lambda fw: fw.FeatureAttention(D, activation="relu")),
+    bad("feature", "FeatureAttention input of another width", layer_call(lambda fw: fw.FeatureAttention(D + 2))),
+    bad("feature", "FeatureAttention float mask of 0.5", layer_call(lambda fw: fw.FeatureAttention(D),
+                                                                     mask=np.full((B, T), 0.5, "float32"))),
+    bad("timestep", "TimestepAttention on another length", layer_call(lambda fw: fw.TimestepAttention(T + 1))),
+    bad("timestep", "TimestepAttention(steps=0)", lambda fw: fw.TimestepAttention(0)),
+    bad("repeat", "RepeatVectorAttention with T ≠ d", layer_call(lambda fw: fw.RepeatVectorAttention(D),
+                                                                 x_shape=(B, D + 1, D))),
+    Probe("pooling", "a NaN behind the mask stays there", pooling_ignores_nan_at_pads),
+    Probe("pooling", "weights sum to 1 over the real steps", pooling_weights_sum_to_one_over_real_steps),
+    bad("pooling", "mask of another length", layer_call(lambda fw: fw.AttentionPooling(D),
+                                                        mask=np.ones((B, T + 1), bool))),
+    Probe("pooling", "an example with every step masked pools to zeros", pooling_of_nothing_is_zero),
+    bad("agru", "gates above 1", lambda fw: call(fw, fw.AttentionGRU(D, 4), to_input(fw, rand(B, T, D)),
+                                                 to_input(fw, np.full((B, T), 1.5, "float32")))),
+    bad("agru", "gates of another length", lambda fw: call(fw, fw.AttentionGRU(D, 4), to_input(fw, rand(B, T, D)),
+                                                           to_input(fw, np.full((B, T + 1), 0.5, "float32")))),
+    bad("tagger", "unknown attention", lambda fw: tagger(fw, attention="sparse")),
+    bad("tagger", "unknown place", lambda fw: tagger(fw, attention="feature", place="inside")),
+    bad("tagger", "timestep attention without max_len", lambda fw: tagger(fw, attention="timestep")),
+    bad("tagger", "the talk's model 1 with max_len ≠ embed", lambda fw: tagger(fw, attention="repeat_vector",
+                                                                              max_len=D + 1)),
+    bad("tagger", "dropout 1", lambda fw: tagger(fw, dropout=1.0)),
+    bad("tagger", "an id outside the vocabulary", tagger_call([[1, 2, 25, 3, 0]])),
+    bad("tagger", "float ids", tagger_call(np.ones((1, T), "float32"))),
+    bad("tagger", "timestep tagger on another length", tagger_call(ids(20, (1, T + 2)), attention="timestep",
+                                                                   max_len=T)),
+    bad("sentiment", "unknown pooling", lambda fw: fw.SentimentClassifier(20, pooling="max")),
+    bad("sentiment", "embed_init of 0", lambda fw: fw.SentimentClassifier(20, embed_init=0.0)),
+    bad("sentiment", "BagOfWords(vocab=0)", lambda fw: fw.BagOfWords(0)),
+    Probe("scores", "dot score is q·kᵀ", dot_score_is_the_product),
+    bad("scores", "unknown score", lambda fw: fw.make_score("cosine")),
+    bad("scores", "general score without sizes", lambda fw: fw.make_score("general")),
+    bad("scores", "dot score of different widths", score_call("dot", k_shape=(B, T, D + 1))),
+    bad("scores", "general score of another width", score_call("general", q_shape=(B, 3, D + 2), d_query=D,
+                                                               d_key=D)),
+    bad("scores", "additive score with units=0", lambda fw: fw.make_score("additive", d_query=D, d_key=D, units=0)),
+    bad("scores", "batches of different sizes", score_call("dot", k_shape=(B + 1, T, D))),
+    bad("scores", "ScoredSeq2Seq with an unknown score", lambda fw: fw.ScoredSeq2Seq(20, score="cosine")),
+]
