@@ -59,6 +59,22 @@ def modules(names: list[str]):
         yield importlib.import_module(f"tools.probes.{name}")
 
 
+def coverage() -> tuple[list[str], list[str]]:
+    """The public names of the chapters' layer modules (``__all__`` of ``attention_course/chNN_*/torch.py``, the
+    same in ``keras.py``) that some probe names, and those that none does yet."""
+    import ast
+    import re
+
+    text = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "tools" / "probes").glob("*.py"))
+    names: list[str] = []
+    for path in sorted((ROOT / "attention_course").glob("ch[0-9][0-9]_*/torch.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets):
+                names += [e.value for e in node.value.elts if isinstance(e, ast.Constant) and not e.value.isupper()]
+    probed = [n for n in names if re.search(rf"\b{re.escape(n)}\b", text)]
+    return probed, [n for n in names if n not in probed]
+
+
 def main(argv: list[str] | None = None) -> int:
     import attention_course as ac
     from attention_course.core.quiet import quiet_frameworks
@@ -83,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:
         counts[row[3]] = counts.get(row[3], 0) + 1
     summary = f"{len(rows)} outcomes: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+    probed, unprobed = coverage()
+    summary += (f". The chapters' public layers and functions named by a probe: {len(probed)} of "
+                f"{len(probed) + len(unprobed)}" + (f" (none yet: {', '.join(unprobed)})" if unprobed else ""))
     print(summary)
     if write:
         _write_table(rows, summary)

@@ -74,12 +74,14 @@ def scaled_dot_product_attention(query, key, value, mask=None, causal: bool = Fa
 
 def split_heads(x, heads: int):
     """(B, T, h · d_head) → (B, h, T, d_head): head i takes features i·d_head … (i+1)·d_head − 1."""
+    validate.split(x, heads)
     b, t, d = ops.shape(x)
     return ops.transpose(ops.reshape(x, (b, t, heads, d // heads)), (0, 2, 1, 3))
 
 
 def merge_heads(x):
     """(B, h, T, d_head) → (B, T, h · d_head), the inverse of ``split_heads``."""
+    validate.merge(x)
     b, h, t, d = ops.shape(x)
     return ops.reshape(ops.transpose(x, (0, 2, 1, 3)), (b, t, h * d))
 
@@ -89,7 +91,7 @@ class SelfAttention(BuildOnCall, Layer):
 
     def __init__(self, d_in: int, d_out: int, **kwargs):
         super().__init__(**kwargs)
-        self.d_in, self.d_out = d_in, d_out
+        self.d_in, self.d_out = validate.sizes(d_in=d_in, d_out=d_out)
         self.W_query = layers.Dense(d_out, use_bias=False)
         self.W_key = layers.Dense(d_out, use_bias=False)
         self.W_value = layers.Dense(d_out, use_bias=False)
@@ -97,6 +99,7 @@ class SelfAttention(BuildOnCall, Layer):
     def call(self, x, mask=None, causal: bool = False, return_weights: bool = False):
         # x (B, T, d_in) → context (B, T, d_out) [, weights (B, T, T)]
         x, _, _, mask = inputs.attention(x, x, x, mask)
+        validate.sequence_shapes("SelfAttention", x, features=self.d_in)
         q, k, v = (w(x)[:, None] for w in (self.W_query, self.W_key, self.W_value))   # (B, 1, T, d_out)
         out = scaled_dot_product_attention(q, k, v, mask, causal, return_weights)
         return (out[0][:, 0], out[1][:, 0]) if return_weights else out[:, 0]
@@ -271,7 +274,7 @@ class CausalConv(BuildOnCall, Layer):
 
     def __init__(self, d_model: int, kernel: int = 3, layers: int = 3, **kwargs):
         super().__init__(**kwargs)
-        self.d_model, self.kernel, self.layers = d_model, kernel, layers
+        self.d_model, self.kernel, self.layers = validate.sizes(d_model=d_model, kernel=kernel, layers=layers)
         for i in range(layers):
             setattr(self, f"conv{i}", causal_conv1d(d_model, kernel))
 

@@ -73,12 +73,14 @@ def scaled_dot_product_attention(query, key, value, mask=None, causal: bool = Fa
 
 def split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
     """(B, T, h · d_head) → (B, h, T, d_head): head i takes features i·d_head … (i+1)·d_head − 1."""
+    validate.split(x, heads)
     b, t, d = x.shape
     return x.view(b, t, heads, d // heads).transpose(1, 2)
 
 
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
     """(B, h, T, d_head) → (B, T, h · d_head), the inverse of ``split_heads``."""
+    validate.merge(x)
     b, h, t, d = x.shape
     return x.transpose(1, 2).reshape(b, t, h * d)
 
@@ -88,6 +90,7 @@ class SelfAttention(nn.Module):
 
     def __init__(self, d_in: int, d_out: int):
         super().__init__()
+        self.d_in, self.d_out = validate.sizes(d_in=d_in, d_out=d_out)
         self.W_query = nn.Linear(d_in, d_out, bias=False)
         self.W_key = nn.Linear(d_in, d_out, bias=False)
         self.W_value = nn.Linear(d_in, d_out, bias=False)
@@ -95,6 +98,7 @@ class SelfAttention(nn.Module):
     def forward(self, x, mask=None, causal: bool = False, return_weights: bool = False):
         # x (B, T, d_in) → context (B, T, d_out) [, weights (B, T, T)]
         x, _, _, mask = inputs.attention(x, x, x, mask)
+        validate.sequence_shapes("SelfAttention", x, features=self.d_in)
         q, k, v = (w(x)[:, None] for w in (self.W_query, self.W_key, self.W_value))   # (B, 1, T, d_out)
         out = scaled_dot_product_attention(q, k, v, mask, causal, return_weights)
         return (out[0][:, 0], out[1][:, 0]) if return_weights else out[:, 0]
@@ -238,7 +242,7 @@ class CausalConv(nn.Module):
 
     def __init__(self, d_model: int, kernel: int = 3, layers: int = 3):
         super().__init__()
-        self.d_model, self.kernel, self.layers = d_model, kernel, layers
+        self.d_model, self.kernel, self.layers = validate.sizes(d_model=d_model, kernel=kernel, layers=layers)
         for i in range(layers):
             setattr(self, f"conv{i}", nn.Conv1d(d_model, d_model, kernel))
 

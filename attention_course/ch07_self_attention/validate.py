@@ -1,6 +1,6 @@
-"""Chapter 7's argument checks (``heads``, ``model_width``, ``rope_shape``, ``head_shapes``), beside the generic ones of
-:mod:`attention_course.core.validate`, which this module re-exports: the chapter's code says ``validate.…`` for
-both."""
+"""Chapter 7's argument checks (``heads``, ``model_width``, ``rope_shape``, ``head_shapes``, ``split``, ``merge``),
+beside the generic ones of :mod:`attention_course.core.validate`, which this module re-exports: the chapter's code
+says ``validate.…`` for both."""
 
 from __future__ import annotations
 
@@ -51,3 +51,17 @@ def head_shapes(query, key, value, mask=None) -> None:
         if not ok:
             raise ShapeError(f"mask of shape {m} does not fit query {q} and key {k}: a mask is (batch, T_k) = "
                              f"{(b, t_k)} or broadcasts to (batch, T_q, T_k) = {(b, t_q, t_k)}")
+
+
+def split(x, heads: int) -> None:
+    """``split_heads``: x (B, T, d) with d a multiple of ``heads``."""
+    s = shape_of(x)
+    integer("heads", heads)
+    if len(s) != 3 or (s[2] is not None and s[2] % heads):
+        raise ShapeError(f"split_heads expects x of shape (batch, T, d) with d a multiple of heads={heads}; got {s}")
+
+
+def merge(x) -> None:
+    """``merge_heads``: x (B, h, T, d_head)."""
+    if len(shape_of(x)) != 4:
+        raise ShapeError(f"merge_heads expects x of shape (batch, heads, T, d_head); got {shape_of(x)}")

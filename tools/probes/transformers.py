@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import Probe, to_input, to_numpy
-from .layers import bad, call, ids, rand
+from .layers import bad, call, ids, is_torch, rand
 
 B, T, D, H = 2, 4, 8, 2
 PADS = np.array([[True, True, True, False], [True, True, True, True]])        # (B, T): one pad in example 0
@@ -121,6 +121,28 @@ def rope_keeps_norms(fw):
                                np.linalg.norm(x, axis=-1), rtol=1e-5)
 
 
+def framework_layer_round_trip(fw):
+    """as_framework_layer then from_framework_layer gives back a layer that computes the same."""
+    layer = mha(fw)
+    x = to_input(fw, rand(B, T, D))
+    before = to_numpy(call(fw, layer, x))
+    if is_torch(fw):
+        import torch
+
+        theirs = fw.as_framework_layer(layer).eval()
+        with torch.no_grad():
+            np.testing.assert_allclose(to_numpy(theirs(x, x, x, need_weights=False)[0]), before, rtol=1e-4, atol=1e-5)
+    else:
+        theirs = fw.as_framework_layer(layer)
+        np.testing.assert_allclose(to_numpy(theirs(x, x, x)), before, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(call(fw, fw.from_framework_layer(theirs), x)), before, rtol=1e-4, atol=1e-5)
+
+
+def heads_round_trip(fw):
+    x = rand(B, T, D)
+    np.testing.assert_allclose(to_numpy(fw.merge_heads(fw.split_heads(to_input(fw, x), H))), x)
+
+
 # bad(...): must raise the course's error; Probe(...): must give a right result (checked)
 PROBES = [
     Probe("mha", "NaN at a hidden key stays there", nan_behind_the_mask(np.nan)),
@@ -160,4 +182,14 @@ PROBES = [
     bad("transformer", "float ids", transformer_call(src=np.ones((B, 5), "float32"))),
     bad("lm", "a sequence longer than the context", language_model_beyond_its_context),
     bad("lm", "LanguageModel(context=0)", lambda fw: fw.LanguageModel(12, d_model=D, heads=H, context=0)),
+    Probe("heads", "merge_heads undoes split_heads", heads_round_trip),
+    bad("heads", "split_heads into heads that do not divide d",
+        lambda fw: fw.split_heads(to_input(fw, rand(B, T, D)), 3)),
+    bad("heads", "merge_heads of a 3-D tensor", lambda fw: fw.merge_heads(to_input(fw, rand(B, T, D)))),
+    bad("mixers", "SelfAttention input of another width",
+        lambda fw: call(fw, fw.SelfAttention(D, 4), to_input(fw, rand(B, T, D + 1)))),
+    bad("mixers", "CausalConv(kernel=0)", lambda fw: fw.CausalConv(D, kernel=0)),
+    bad("mixers", "RecallNet with an unknown mixer", lambda fw: fw.RecallNet("lstm", 10, 4)),
+    bad("mixers", "LookbackNet with unknown positions", lambda fw: fw.LookbackNet("alibi", 4, 16)),
+    Probe("framework", "the framework's own layer computes the same, both ways", framework_layer_round_trip),
 ]
