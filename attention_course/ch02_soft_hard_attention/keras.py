@@ -52,6 +52,7 @@ def torch_embedding_init():
 def gumbel_noise(shape, seed=None):
     """Standard Gumbel noise g = -log(-log u), u ~ Uniform(0, 1), of the given shape (float32).
     ``seed``: an int or a ``keras.random.SeedGenerator`` (None: Keras' global generator)."""
+    shape = validate.noise_shape(shape)
     u = keras.random.uniform(shape, minval=1e-10, maxval=1 - 1e-7, seed=seed)
     return -ops.log(-ops.log(u))
 

@@ -39,6 +39,7 @@ MASKED_SCORE = -1e9  # the score of a masked key before a sampled softmax (finit
 def gumbel_noise(shape, seed=None) -> torch.Tensor:
     """Standard Gumbel noise g = -log(-log u), u ~ Uniform(0, 1), of the given shape (float32).
     ``seed``: an int or a ``torch.Generator`` (None: PyTorch's global generator)."""
+    shape = validate.noise_shape(shape)
     gen = torch.Generator().manual_seed(seed) if isinstance(seed, int) else seed
     u = torch.rand(shape, generator=gen).clamp(1e-10, 1 - 1e-7)
     return -torch.log(-torch.log(u))

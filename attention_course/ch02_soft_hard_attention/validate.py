@@ -1,9 +1,12 @@
-"""Chapter 2's argument checks (``training``), beside the generic ones of
+"""Chapter 2's argument checks (``training``, ``noise_shape``), beside the generic ones of
 :mod:`attention_course.core.validate`, which this module re-exports: the chapter's code says ``validate.…`` for
 both."""
 
 from __future__ import annotations
 
+import numbers
+
+from attention_course.core.errors import ShapeError
 from attention_course.core.validate import *  # noqa: F403  (the generic checks)
 from attention_course.core.validate import examples, sizes, targets
 
@@ -14,3 +17,12 @@ def training(x, y, logits_shape, **counts) -> None:
     examples((x,), y)
     targets(y, logits_shape)
     sizes(**counts)
+
+
+def noise_shape(shape) -> tuple:
+    """The shape of a noise tensor: sizes >= 0 (a tuple, or one number for a vector); a size only known when a
+    traced graph runs passes as it is."""
+    dims = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
+    if any(isinstance(n, (bool, float)) or (isinstance(n, numbers.Integral) and int(n) < 0) for n in dims):
+        raise ShapeError(f"a noise shape is whole numbers >= 0, e.g. (batch, T); got {shape!r}")
+    return dims

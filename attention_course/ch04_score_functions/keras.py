@@ -55,7 +55,7 @@ class GeneralScore(ScoreFunction):
 
     def __init__(self, d_query: int, d_key: int, **kwargs):
         super().__init__(**kwargs)
-        self.d_query, self.d_key = d_query, d_key
+        self.d_query, self.d_key = validate.sizes(d_query=d_query, d_key=d_key)   # whole numbers >= 1
         self.W_a = layers.Dense(d_query, use_bias=False)
 
     def call(self, query, key):
@@ -69,6 +69,7 @@ class GeneralScore(ScoreFunction):
 
 def concat_pairs(query, key):
     """Every (query, key) pair side by side: query (B, T_q, d_q), key (B, T_k, d_k) → (B, T_q, T_k, d_q + d_k)."""
+    validate.same_batch(query=validate.shape_of(query), key=validate.shape_of(key))
     t_q, t_k = ops.shape(query)[1], ops.shape(key)[1]
     q = ops.repeat(ops.expand_dims(query, 2), t_k, axis=2)           # (B, T_q, T_k, d_q)
     k = ops.repeat(ops.expand_dims(key, 1), t_q, axis=1)             # (B, T_q, T_k, d_k)
@@ -81,7 +82,7 @@ class ConcatScore(ScoreFunction):
 
     def __init__(self, d_query: int, d_key: int, units: int, **kwargs):
         super().__init__(**kwargs)
-        self.d_query, self.d_key, self.units = d_query, d_key, units
+        self.d_query, self.d_key, self.units = validate.sizes(d_query=d_query, d_key=d_key, units=units)
         self.W_a = layers.Dense(units, use_bias=False)
         self.v_a = layers.Dense(1, use_bias=False)
 
@@ -102,7 +103,7 @@ class AdditiveScore(ScoreFunction):
 
     def __init__(self, d_query: int, d_key: int, units: int, **kwargs):
         super().__init__(**kwargs)
-        self.d_query, self.d_key, self.units = d_query, d_key, units
+        self.d_query, self.d_key, self.units = validate.sizes(d_query=d_query, d_key=d_key, units=units)
         self.W_a = layers.Dense(units, use_bias=False)
         self.U_a = layers.Dense(units, use_bias=False)
         self.v_a = layers.Dense(1, use_bias=False)

@@ -57,7 +57,7 @@ class GeneralScore(ScoreFunction):
 
     def __init__(self, d_query: int, d_key: int):
         super().__init__()
-        self.d_query, self.d_key = d_query, d_key
+        self.d_query, self.d_key = validate.sizes(d_query=d_query, d_key=d_key)   # whole numbers >= 1
         self.W_a = nn.Linear(d_key, d_query, bias=False)
 
     def forward(self, query, key):
@@ -68,6 +68,7 @@ class GeneralScore(ScoreFunction):
 
 def concat_pairs(query, key):
     """Every (query, key) pair side by side: query (B, T_q, d_q), key (B, T_k, d_k) → (B, T_q, T_k, d_q + d_k)."""
+    validate.same_batch(query=validate.shape_of(query), key=validate.shape_of(key))
     (b, t_q, _), t_k = query.shape, key.shape[1]
     return torch.cat([query[:, :, None, :].expand(b, t_q, t_k, -1),
                       key[:, None, :, :].expand(b, t_q, t_k, -1)], dim=-1)
@@ -79,7 +80,7 @@ class ConcatScore(ScoreFunction):
 
     def __init__(self, d_query: int, d_key: int, units: int):
         super().__init__()
-        self.d_query, self.d_key, self.units = d_query, d_key, units
+        self.d_query, self.d_key, self.units = validate.sizes(d_query=d_query, d_key=d_key, units=units)
         self.W_a = nn.Linear(d_query + d_key, units, bias=False)
         self.v_a = nn.Linear(units, 1, bias=False)
 
@@ -96,7 +97,7 @@ class AdditiveScore(ScoreFunction):
 
     def __init__(self, d_query: int, d_key: int, units: int):
         super().__init__()
-        self.d_query, self.d_key, self.units = d_query, d_key, units
+        self.d_query, self.d_key, self.units = validate.sizes(d_query=d_query, d_key=d_key, units=units)
         self.W_a = nn.Linear(d_query, units, bias=False)
         self.U_a = nn.Linear(d_key, units, bias=False)
         self.v_a = nn.Linear(units, 1, bias=False)

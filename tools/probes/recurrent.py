@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import Probe, to_input, to_numpy
-from .layers import bad, call, ids, rand
+from .layers import bad, call, ids, is_torch, rand
 
 B, T, D = 2, 5, 6
 PADS = np.array([[True, True, True, False, False], [True, True, True, True, True]])
@@ -77,6 +77,39 @@ def dot_score_is_the_product(fw):
     np.testing.assert_allclose(got, q @ k.transpose(0, 2, 1), rtol=1e-5, atol=1e-5)
 
 
+def score_class(name, q_shape=(B, 3, D), k_shape=(B, T, D), *args):
+    def run(fw):
+        return call(fw, getattr(fw, name)(*args), to_input(fw, rand(*q_shape)), to_input(fw, rand(*k_shape, seed=1)))
+    return run
+
+
+def scaled_is_dot_over_root_d(fw):
+    q, k = to_input(fw, rand(B, 3, D)), to_input(fw, rand(B, T, D, seed=1))
+    np.testing.assert_allclose(to_numpy(call(fw, fw.ScaledDotScore(), q, k)),
+                               to_numpy(call(fw, fw.DotScore(), q, k)) / np.sqrt(D), rtol=1e-5, atol=1e-6)
+
+
+def pairs_are_every_query_with_every_key(fw):
+    q, k = rand(B, 3, D), rand(B, T, D - 1, seed=1)
+    pairs = to_numpy(fw.concat_pairs(to_input(fw, q), to_input(fw, k)))        # (B, T_q, T_k, d_q + d_k)
+    assert pairs.shape == (B, 3, T, 2 * D - 1), pairs.shape
+    np.testing.assert_allclose(pairs[1, 2, 4], np.concatenate([q[1, 2], k[1, 4]]))
+
+
+def gumbel_noise_is_gumbel(fw):
+    g = to_numpy(fw.gumbel_noise((20000,), seed=0))
+    assert np.isfinite(g).all() and abs(g.mean() - 0.5772) < 0.03 and abs(g.std() - 1.2825) < 0.03, (g.mean(), g.std())
+
+
+def framework_encoder_layer_agrees(fw):
+    layer = fw.EncoderLayer(D, 2, 16, dropout=0.0)
+    x = to_input(fw, rand(B, T, D))
+    ours = to_numpy(call(fw, layer, x))
+    theirs = fw.framework_encoder_layer(layer)
+    out = call(fw, theirs, x) if is_torch(fw) else theirs([x, np.ones((B, T), bool)])       # Keras: (x, mask)
+    np.testing.assert_allclose(to_numpy(out), ours, rtol=1e-4, atol=1e-5)
+
+
 # bad(...): must raise the course's error; Probe(...): must give a right result (checked)
 PROBES = [
     bad("lstm", "VariationalLSTM(recurrent_dropout=1.2)", lambda fw: fw.VariationalLSTM(D, 4, recurrent_dropout=1.2)),
@@ -121,4 +154,17 @@ PROBES = [
     bad("scores", "additive score with units=0", lambda fw: fw.make_score("additive", d_query=D, d_key=D, units=0)),
     bad("scores", "batches of different sizes", score_call("dot", k_shape=(B + 1, T, D))),
     bad("scores", "ScoredSeq2Seq with an unknown score", lambda fw: fw.ScoredSeq2Seq(20, score="cosine")),
+    Probe("scores", "ScaledDotScore is DotScore / √d", scaled_is_dot_over_root_d),
+    bad("scores", "DotScore of different widths", score_class("DotScore", k_shape=(B, T, D + 1))),
+    bad("scores", "GeneralScore(d_query=0)", lambda fw: fw.GeneralScore(0, D)),
+    bad("scores", "GeneralScore on another key width", score_class("GeneralScore", (B, 3, D), (B, T, D + 1), D, D)),
+    bad("scores", "ConcatScore(units=0)", lambda fw: fw.ConcatScore(D, D, 0)),
+    bad("scores", "AdditiveScore on another query width", score_class("AdditiveScore", (B, 3, D + 1), (B, T, D), D,
+                                                                       D, 4)),
+    Probe("scores", "concat_pairs pairs every query with every key", pairs_are_every_query_with_every_key),
+    bad("scores", "concat_pairs of batches of different sizes",
+        lambda fw: fw.concat_pairs(to_input(fw, rand(B, 3, D)), to_input(fw, rand(B + 1, T, D)))),
+    Probe("gumbel", "gumbel_noise has the Gumbel mean and spread", gumbel_noise_is_gumbel),
+    bad("gumbel", "gumbel_noise of a negative size", lambda fw: fw.gumbel_noise((-3,), seed=0)),
+    Probe("transformer", "the framework's own encoder layer computes the same", framework_encoder_layer_agrees),
 ]
