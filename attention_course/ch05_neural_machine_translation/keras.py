@@ -16,8 +16,8 @@ from keras import layers, ops
 
 from attention_course.ch01_sequence_models.keras import masked_softmax
 from attention_course.ch04_score_functions.keras import AdditiveScore, GeneralScore
+from attention_course.ch05_neural_machine_translation import validate
 from attention_course.core import train as training
-from attention_course.core import validate
 from attention_course.core.choices import TRANSLATION_ATTENTION
 from attention_course.core.keras import inputs
 from attention_course.core.keras.base import BuildOnCall, Layer, Model
@@ -284,6 +284,7 @@ def coverage_penalty(alphas, src_mask, tgt_mask):
     """Cohn et al.'s global fertility term with every fertility 1: (1 − Σ_t α_ti)² for each real source position
     i, the attention summed over the real output steps t; the mean over the real source positions of the batch.
     alphas (B, T, S), src_mask (B, S), tgt_mask (B, T) → a scalar, 0 when every source word gets one unit."""
+    validate.term_shapes(alphas, src_mask, tgt_mask)
     received = ops.sum(alphas * ops.cast(tgt_mask, alphas.dtype)[:, :, None], axis=1)   # (B, S) attention received
     src_mask = ops.cast(src_mask, alphas.dtype)
     return ops.sum(((1 - received) ** 2) * src_mask) / ops.sum(src_mask)
@@ -293,6 +294,7 @@ def agreement(a_xy, a_yx, tgt_mask):
     """Cohn et al.'s bidirectional agreement Tr(A_{X→Y} A_{Y→X}ᵀ), with A_{Y→X} laid out as A_{X→Y} (target word ×
     source word): Σ_{t,i} A_{X→Y}[t, i] · A_{Y→X}[i, t], per real output step of the X→Y model. a_xy (B, T, S) the
     X→Y model's weights, a_yx (B, S, T) the Y→X model's on the same pairs, tgt_mask (B, T) → a scalar in [0, 1]."""
+    validate.agreement_shapes(a_xy, a_yx, tgt_mask)
     return ops.sum(a_xy * ops.transpose(a_yx, (0, 2, 1))) / ops.sum(ops.cast(tgt_mask, a_xy.dtype))
 
 
@@ -361,6 +363,7 @@ def fit_attention_terms(model, data, *, coverage: float = 0.0, reverse=None, rev
     data, reverse_data: arrays with ``src``, ``src_mask``, ``tgt_in``, ``tgt_out``. Returns the loss per epoch."""
     coverage = validate.non_negative("coverage", coverage)
     agreement_weight = validate.non_negative("agreement_weight", agreement_weight)
+    validate.reverse_pair(reverse, reverse_data, agreement_weight)
     validate.positive("lr", lr)
     epochs, batch_size = validate.sizes(epochs=epochs, batch_size=batch_size)
     trainer = AttentionTermsTrainer(model, reverse, data, reverse_data, coverage=coverage,

@@ -9,6 +9,7 @@ import torch
 import attention_course as ac
 from attention_course.ch05_neural_machine_translation import experiment as c5
 from attention_course.core import decode
+from attention_course.core.errors import ConfigError, ShapeError
 from attention_course.core.parity import torch_to_keras
 
 pytestmark = pytest.mark.chapter(5, 8)   # Chapters 5 and 8: `make test CHAPTERS=...` picks by it
@@ -294,3 +295,17 @@ def test_fit_attention_terms_without_terms_is_fit(fw_name):
     out = [m(task.test.src, task.test.src_mask, task.test.tgt_in) for m in models]
     out = [o.detach().numpy() if fw_name == "torch" else np.asarray(o) for o in out]
     np.testing.assert_allclose(out[1], out[0], rtol=1e-4, atol=1e-5)
+
+
+def test_the_training_terms_name_what_does_not_fit(fw):
+    task, rev = _pairs()
+    model = fw.Translator(len(task.src_vocab), len(task.tgt_vocab), "bahdanau", embed=4, hidden=4)
+    with pytest.raises(ConfigError, match="agreement_weight=1.0 needs the Y→X model"):
+        fw.fit_attention_terms(model, task.train, agreement_weight=1.0, epochs=1, lr=1e-2)
+    with pytest.raises(ConfigError, match="go together"):
+        fw.fit_attention_terms(model, task.train, reverse_data=rev, epochs=1, lr=1e-2)
+    alphas = np.full((2, 3, 4), 0.25, np.float32)
+    with pytest.raises(ShapeError, match=r"need a source mask \(B, S\).*got src_mask \(2, 5\)"):
+        fw.coverage_penalty(alphas, np.ones((2, 5), bool), np.ones((2, 3), bool))
+    with pytest.raises(ShapeError, match=r"need Y→X weights \(B, S, T\)"):
+        fw.agreement(alphas, alphas, np.ones((2, 3), bool))

@@ -362,7 +362,47 @@ def make(factory):
     return run
 
 
+def terms(fw, alphas_shape=(B, T, S), src_shape=(B, S), tgt_shape=(B, T)):
+    """Chapter 5's coverage penalty on the batch's shapes (every real source word got one unit: 0)."""
+    alphas = np.zeros(alphas_shape, "float32")
+    alphas[..., 0] = 1.0
+    return fw.coverage_penalty(to_input(fw, alphas), to_input(fw, np.ones(src_shape, bool)),
+                               to_input(fw, np.ones(tgt_shape, bool)))
+
+
+def coverage_is_zero_when_each_word_gets_one_unit(fw):
+    alphas = np.zeros((1, 3, 3), "float32")
+    alphas[0, [0, 1, 2], [0, 1, 2]] = 1.0                       # a one-to-one alignment
+    got = float(to_numpy(fw.coverage_penalty(to_input(fw, alphas), to_input(fw, np.ones((1, 3), bool)),
+                                             to_input(fw, np.ones((1, 3), bool)))))
+    assert abs(got) < 1e-6, got
+
+
+def agreement_is_one_for_mirrored_hard_alignments(fw):
+    a_xy = np.eye(3, dtype="float32")[None]                      # (1, T, S)
+    got = float(to_numpy(fw.agreement(to_input(fw, a_xy), to_input(fw, a_xy.transpose(0, 2, 1)),
+                                      to_input(fw, np.ones((1, 3), bool)))))
+    assert abs(got - 1.0) < 1e-6, got
+
+
+def terms_training(**kwargs):
+    def run(fw):
+        from attention_course.ch05_neural_machine_translation import experiment as c5
+
+        task = c5.alignment_task(12, 6, seed=0)
+        model = fw.Translator(len(task.src_vocab), len(task.tgt_vocab), "bahdanau", embed=4, hidden=4)
+        return fw.fit_attention_terms(model, task.train, epochs=1, lr=1e-2, batch_size=4, **kwargs)
+    return run
+
+
 PROBES = [
+    # coverage and agreement (Chapter 5's training terms)
+    Probe("terms", "coverage is 0 when every source word gets one unit", coverage_is_zero_when_each_word_gets_one_unit),
+    Probe("terms", "agreement is 1 for mirrored hard alignments", agreement_is_one_for_mirrored_hard_alignments),
+    bad("terms", "coverage with a source mask of another length", lambda fw: terms(fw, src_shape=(B, S + 1))),
+    bad("terms", "fit_attention_terms with a negative coverage weight", terms_training(coverage=-1.0)),
+    bad("terms", "fit_attention_terms with agreement but no reverse data",
+        terms_training(agreement_weight=1.0, reverse=None)),
     # Translator.forward
     bad("translator", "Translator additive src_mask", run_translator(mask=additive)),
     bad("translator", "Translator src_mask shorter than src", run_translator(mask=lambda m: m[:, :-1])),
