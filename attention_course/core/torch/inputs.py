@@ -56,7 +56,7 @@ def shares(x, name: str, meaning: str, device=None) -> torch.Tensor:
     """Float weights in [0, 1] (``meaning``: what each does, for the error; one min/max reduction checks them)."""
     x = floats(x, name, device)
     if x.numel():
-        low, high = (float(v) for v in torch.aminmax(x))
+        low, high = (float(v) for v in torch.aminmax(x.detach()))          # a value check, outside autograd
         validate.shares(name, meaning, float("nan") if torch.isnan(x).any() else low, high)
     return x
 
