@@ -28,7 +28,10 @@ __all__ = ["ScoreFunction", "DotScore", "ScaledDotScore", "GeneralScore", "conca
 
 class ScoreFunction(BuildOnCall, Layer):
     """A score layer: ``call(query, key)``; masks go to the softmax (``ScoredAttention``). Its Dense sub-layers
-    build on their first call."""
+    build on their first call. A new score subclasses it and defines ``call``."""
+
+    def call(self, query, key):
+        raise validate.no_score(type(self).__name__, "call")
 
 
 class DotScore(ScoreFunction):

@@ -27,10 +27,13 @@ __all__ = ["ScoreFunction", "DotScore", "ScaledDotScore", "GeneralScore", "conca
 
 
 class ScoreFunction(nn.Module):
-    """A score module: ``forward(query, key) -> scores``."""
+    """A score module: ``forward(query, key) -> scores``. A new score subclasses it and defines ``forward``."""
 
     def __init__(self):
         super().__init__()
+
+    def forward(self, query, key):
+        raise validate.no_score(type(self).__name__, "forward")
 
 
 class DotScore(ScoreFunction):

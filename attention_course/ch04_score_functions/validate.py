@@ -1,10 +1,10 @@
-"""Chapter 4's argument checks (``score_shapes``), beside the generic ones of
+"""Chapter 4's argument checks (``score_shapes``, ``no_score``), beside the generic ones of
 :mod:`attention_course.core.validate`, which this module re-exports: the chapter's code says ``validate.…`` for
 both."""
 
 from __future__ import annotations
 
-from attention_course.core.errors import ShapeError
+from attention_course.core.errors import ConfigError, ShapeError
 from attention_course.core.validate import *  # noqa: F403  (the generic checks)
 from attention_course.core.validate import attention_shapes, shape_of
 
@@ -18,3 +18,10 @@ def score_shapes(score, query, key, value=None, mask=None) -> None:
     if learned and (q[-1] != score.d_query or k[-1] != score.d_key):
         raise ShapeError(f"{type(score).__name__} was built for d_query={score.d_query} and d_key={score.d_key}, "
                          f"but got query {q} (d_q={q[-1]}) and key {k} (d_k={k[-1]})")
+
+
+def no_score(name: str, method: str) -> ConfigError:
+    """The error of a score that computes nothing: the base class itself, or a subclass without ``method``."""
+    return ConfigError(f"{name} has no score to compute: ScoreFunction is the base of the score functions; a new "
+                       f"score subclasses it and defines {method}(query, key) → scores (B, T_q, T_k), as DotScore "
+                       "does, or make_score(name) builds one of SCORES")

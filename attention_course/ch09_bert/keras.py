@@ -21,13 +21,13 @@ from keras import ops
 
 from attention_course.ch07_self_attention.keras import merge_heads, split_heads
 from attention_course.ch08_transformer.keras import EncoderLayer, torch_like_dense
+from attention_course.ch09_bert import validate
 from attention_course.ch09_bert.pretrained import (
     ModelUnavailableError,
     PretrainedBert,
     bert_parameters,
     from_parameters,
 )
-from attention_course.core import validate
 from attention_course.core.keras import inputs
 from attention_course.core.keras.base import BuildOnCall, Layer, Model
 
@@ -36,6 +36,7 @@ __all__ = ["BertEmbeddings", "Bert", "MaskedLM", "SentenceClassifier", "load_pre
 
 
 INIT = 0.02   # BERT's initializer range: the embedding tables are drawn from N(0, 0.02²)
+EXPLAINED = "the two tests read a fine-tuned classifier's [CLS] (a SentenceClassifier over a Bert)"
 
 
 class BertEmbeddings(BuildOnCall, Layer):
@@ -45,6 +46,9 @@ class BertEmbeddings(BuildOnCall, Layer):
     def __init__(self, vocab: int, d_model: int, max_len: int = 512, segments: int = 2, dropout: float = 0.1,
                  **kwargs):
         super().__init__(**kwargs)
+        vocab, d_model, max_len, segments = validate.sizes(vocab=vocab, d_model=d_model, max_len=max_len,
+                                                           segments=segments)
+        dropout = validate.rate("dropout", dropout)
         self.max_len = max_len
         table = keras.initializers.RandomNormal(stddev=INIT)
         self.tokens = keras.layers.Embedding(vocab, d_model, embeddings_initializer=table)
@@ -120,6 +124,8 @@ class SentenceClassifier(Model):
     def __init__(self, bert: Bert, classes: int = 2, dropout: float = 0.1, **kwargs):
         super().__init__(**kwargs)
         (classes,) = validate.sizes(classes=classes)
+        validate.wraps("SentenceClassifier", bert, Bert, "build it on the encoder, SentenceClassifier(bert), or on "
+                       "a MaskedLM's, SentenceClassifier(masked_lm.bert)")
         self.bert = bert
         self.pooler = torch_like_dense(bert.embeddings.tokens.output_dim)
         self.dropout = keras.layers.Dropout(dropout)
@@ -133,21 +139,27 @@ class SentenceClassifier(Model):
         return (logits, out[1]["attention"]) if return_weights else logits
 
 
+def built(model: Bert | MaskedLM) -> Bert | MaskedLM:
+    """``model`` with its weights created (a Keras layer makes them on its first call): one sentence of two tokens,
+    and for a ``MaskedLM`` one position to predict."""
+    masked_lm = isinstance(model, MaskedLM)
+    bert = model.bert if masked_lm else model
+    if not (bert.embeddings.tokens.built and (not masked_lm or model.transform.built)):
+        one, real = np.zeros((1, 2), "int32"), np.ones((1, 2), bool)
+        model(one, real, np.zeros((1, 1), "int32")) if masked_lm else model(one, real)
+    return model
+
+
 def load_pretrained(weights, dropout: float = 0.1, masked_lm: bool = False) -> Bert | MaskedLM:
     """A ``Bert`` holding ``weights`` (a pretrained BERT, ``attention_course.ch09_bert.pretrained.read_bert``); with
     ``masked_lm``, a ``MaskedLM`` with the weights' masked-LM head as well."""
+    validate.pretrained_weights(weights, PretrainedBert)
     params = bert_parameters(weights)
     if masked_lm and "head" not in params:
         raise ModelUnavailableError("these weights have no masked-LM head (cls.predictions.*): load them with "
                                     "masked_lm=False (MiniLM's last training replaced its head)")
-    one, real = np.zeros((1, 2), "int32"), np.ones((1, 2), bool)
-    if masked_lm:
-        model = MaskedLM(**weights.sizes, dropout=dropout)
-        model(one, real, np.zeros((1, 1), "int32"))                                       # build the weights
-        bert = model.bert
-    else:
-        model = bert = Bert(**weights.sizes, dropout=dropout)
-        model(one, real)                                                                  # build the weights
+    model = built(MaskedLM(**weights.sizes, dropout=dropout) if masked_lm else Bert(**weights.sizes, dropout=dropout))
+    bert = model.bert if masked_lm else model
 
     def put(layer, pair, dense: bool = True):
         # a Dense kernel is (in, out): PyTorch's (out, in) transposed; a LayerNorm's gamma and beta as they are
@@ -184,7 +196,7 @@ def export_bert(model: Bert | MaskedLM) -> PretrainedBert:
         weight, bias = (np.asarray(w) for w in layer.get_weights())
         return (weight.T if dense else weight), bias                    # a Dense kernel (in, out) → (out, in)
 
-    bert = cast(Bert, getattr(model, "bert", model))    # a MaskedLM (or the chapter's own) holds its Bert
+    bert = cast(Bert, getattr(built(model), "bert", model))    # a MaskedLM (or the chapter's own) holds its Bert
     e = bert.embeddings
     params = {"embeddings": {"tokens": np.asarray(e.tokens.embeddings), "positions": np.asarray(e.positions.embeddings),
                              "segments": np.asarray(e.segments.embeddings), "norm": pair(e.norm, dense=False)},
@@ -202,6 +214,7 @@ def logits_with_cls_attention(model, ids, mask, attention) -> np.ndarray:
     """The logits (B, classes) of ``model`` (a ``SentenceClassifier`` over a post-LN ``Bert``) when, in the last
     layer, [CLS] attends with ``attention`` (B, h, T) instead of its own weights; the other rows, which the
     classifier does not read, need no change. With the model's own weights it returns the model's logits."""
+    validate.wraps("logits_with_cls_attention", model, SentenceClassifier, EXPLAINED)
     bert = model.bert
     x = bert.embeddings(np.asarray(ids), training=False)                                 # (B, T, d)
     for layer in bert.encoder[:-1]:
@@ -209,7 +222,7 @@ def logits_with_cls_attention(model, ids, mask, attention) -> np.ndarray:
     last = bert.encoder[-1]
     heads = last.self_attention.heads
     validate.same_shape("attention", tuple(np.shape(attention)), (x.shape[0], heads, x.shape[1]), "(B, h, T)")
-    a = ops.convert_to_tensor(np.asarray(attention, np.float32))
+    a = ops.convert_to_tensor(validate.cls_attention(attention, mask))
     v = split_heads(last.self_attention.W_v(x), heads)                                   # (B, h, T, d_head)
     context = merge_heads(ops.matmul(a[:, :, None, :], v))                               # (B, 1, d): [CLS]'s mix
     h = last.norm_1(x[:, :1] + last.self_attention.W_o(context))                         # post-LN, as BERT
@@ -220,6 +233,7 @@ def logits_with_cls_attention(model, ids, mask, attention) -> np.ndarray:
 def token_gradients(model, ids, mask) -> np.ndarray:
     """(B, T): the norm of the gradient of each sentence's predicted logit with respect to each token's input
     vector (the embeddings' output), the gradient-based importance Jain & Wallace compare attention with."""
+    validate.wraps("token_gradients", model, SentenceClassifier, EXPLAINED)
     bert = model.bert
     x = bert.embeddings(np.asarray(ids), training=False)                                 # (B, T, d)
     with tf.GradientTape() as tape:

@@ -21,13 +21,13 @@ from torch import nn
 
 from attention_course.ch07_self_attention.torch import merge_heads, split_heads
 from attention_course.ch08_transformer.torch import EncoderLayer
+from attention_course.ch09_bert import validate
 from attention_course.ch09_bert.pretrained import (
     ModelUnavailableError,
     PretrainedBert,
     bert_parameters,
     from_parameters,
 )
-from attention_course.core import validate
 from attention_course.core.torch import inputs
 
 __all__ = ["BertEmbeddings", "Bert", "MaskedLM", "SentenceClassifier", "load_pretrained", "export_bert",
@@ -35,6 +35,7 @@ __all__ = ["BertEmbeddings", "Bert", "MaskedLM", "SentenceClassifier", "load_pre
 
 
 INIT = 0.02   # BERT's initializer range: the embedding tables are drawn from N(0, 0.02²)
+EXPLAINED = "the two tests read a fine-tuned classifier's [CLS] (a SentenceClassifier over a Bert)"
 
 
 class BertEmbeddings(nn.Module):
@@ -43,6 +44,9 @@ class BertEmbeddings(nn.Module):
 
     def __init__(self, vocab: int, d_model: int, max_len: int = 512, segments: int = 2, dropout: float = 0.1):
         super().__init__()
+        vocab, d_model, max_len, segments = validate.sizes(vocab=vocab, d_model=d_model, max_len=max_len,
+                                                           segments=segments)
+        dropout = validate.rate("dropout", dropout)
         self.tokens = nn.Embedding(vocab, d_model)
         self.positions = nn.Embedding(max_len, d_model)
         self.segments = nn.Embedding(segments, d_model)
@@ -117,6 +121,8 @@ class SentenceClassifier(nn.Module):
     def __init__(self, bert: Bert, classes: int = 2, dropout: float = 0.1):
         super().__init__()
         (classes,) = validate.sizes(classes=classes)
+        validate.wraps("SentenceClassifier", bert, Bert, "build it on the encoder, SentenceClassifier(bert), or on "
+                       "a MaskedLM's, SentenceClassifier(masked_lm.bert)")
         d_model = bert.embeddings.tokens.embedding_dim
         self.bert = bert
         self.pooler = nn.Linear(d_model, d_model)
@@ -133,6 +139,7 @@ class SentenceClassifier(nn.Module):
 def load_pretrained(weights, dropout: float = 0.1, masked_lm: bool = False) -> Bert | MaskedLM:
     """A ``Bert`` holding ``weights`` (a pretrained BERT, ``pretrained.read_bert`` beside this module), in eval mode;
     with ``masked_lm``, a ``MaskedLM`` with the weights' masked-LM head as well."""
+    validate.pretrained_weights(weights, PretrainedBert)
     params = bert_parameters(weights)
     if masked_lm and "head" not in params:
         raise ModelUnavailableError("these weights have no masked-LM head (cls.predictions.*): load them with "
@@ -192,6 +199,7 @@ def logits_with_cls_attention(model, ids, mask, attention) -> np.ndarray:
     """The logits (B, classes) of ``model`` (a ``SentenceClassifier`` over a post-LN ``Bert``) when, in the last
     layer, [CLS] attends with ``attention`` (B, h, T) instead of its own weights; the other rows, which the
     classifier does not read, need no change. With the model's own weights it returns the model's logits."""
+    validate.wraps("logits_with_cls_attention", model, SentenceClassifier, EXPLAINED)
     model.eval()
     bert, device = model.bert, model.out.weight.device
     ids, mask = torch.as_tensor(np.asarray(ids), device=device), torch.as_tensor(np.asarray(mask), device=device)
@@ -201,7 +209,7 @@ def logits_with_cls_attention(model, ids, mask, attention) -> np.ndarray:
     last = bert.encoder[-1]
     heads = last.self_attention.heads
     validate.same_shape("attention", tuple(np.shape(attention)), (x.shape[0], heads, x.shape[1]), "(B, h, T)")
-    a = torch.as_tensor(np.asarray(attention), dtype=x.dtype, device=device)
+    a = torch.as_tensor(validate.cls_attention(attention, mask.cpu().numpy()), dtype=x.dtype, device=device)
     v = split_heads(last.self_attention.W_v(x), heads)                                # (B, h, T, d_head)
     context = merge_heads(a[:, :, None, :] @ v)                                       # (B, 1, d): [CLS]'s mix
     h = last.norm_1(x[:, :1] + last.self_attention.W_o(context))                      # post-LN, as BERT
@@ -212,6 +220,7 @@ def logits_with_cls_attention(model, ids, mask, attention) -> np.ndarray:
 def token_gradients(model, ids, mask) -> np.ndarray:
     """(B, T): the norm of the gradient of each sentence's predicted logit with respect to each token's input
     vector (the embeddings' output), the gradient-based importance Jain & Wallace compare attention with."""
+    validate.wraps("token_gradients", model, SentenceClassifier, EXPLAINED)
     model.eval()
     device = model.out.weight.device
     ids, mask = torch.as_tensor(np.asarray(ids), device=device), torch.as_tensor(np.asarray(mask), device=device)

@@ -71,6 +71,12 @@ def score_call(name, q_shape=(B, 3, D), k_shape=(B, T, D), **kwargs):
     return run
 
 
+def score_instance(make):
+    def run(fw):
+        return call(fw, make(fw), to_input(fw, rand(B, 3, D)), to_input(fw, rand(B, T, D, seed=1)))
+    return run
+
+
 def dot_score_is_the_product(fw):
     q, k = rand(B, 3, D), rand(B, T, D, seed=1)
     got = to_numpy(call(fw, fw.make_score("dot"), to_input(fw, q), to_input(fw, k)))
@@ -147,6 +153,9 @@ PROBES = [
     bad("sentiment", "BagOfWords(vocab=0)", lambda fw: fw.BagOfWords(0)),
     Probe("scores", "dot score is q·kᵀ", dot_score_is_the_product),
     bad("scores", "unknown score", lambda fw: fw.make_score("cosine")),
+    bad("scores", "the bare ScoreFunction base", score_instance(lambda fw: fw.ScoreFunction())),
+    bad("scores", "a ScoreFunction subclass without a score", score_instance(
+        lambda fw: type("Cosine", (fw.ScoreFunction,), {})())),
     bad("scores", "general score without sizes", lambda fw: fw.make_score("general")),
     bad("scores", "dot score of different widths", score_call("dot", k_shape=(B, T, D + 1))),
     bad("scores", "general score of another width", score_call("general", q_shape=(B, 3, D + 2), d_query=D,
