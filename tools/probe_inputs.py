@@ -111,10 +111,13 @@ def main(argv: list[str] | None = None) -> int:
 def _write_table(rows: list[tuple[str, str, str, str, str]], summary: str) -> None:
     """The outcomes as a Markdown table in tools/probes/outcomes.md, written beside it and moved into place."""
     import os
+    import re
     import tempfile
 
+    scratch = re.compile(re.escape(tempfile.gettempdir()) + r"/[\w.-]+")   # a probe's own temporary folder
+
     def cell(text: str) -> str:
-        return " ".join(text.split()).replace("|", "\\|")[:160]
+        return scratch.sub("<tmp>", " ".join(text.split())).replace("|", "\\|")[:160]
 
     lines = ["# Bad-input probes: outcomes", "",
              "Written by `make probes` (`tools/probe_inputs.py --write`): every probe of `tools/probes/`, in both",

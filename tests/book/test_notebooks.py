@@ -1,5 +1,6 @@
 """Every chapter notebook follows the course's conventions (cheap static checks; nbval executes them)."""
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -62,14 +63,49 @@ def test_framework_cells_come_in_twins(nb):
     cells = nb["cells"]
     for i, cell in enumerate(cells):
         t = tags(cell) & {"keras", "pytorch"}
-        if not t:
-            assert not source(cell).startswith(("%%keras", "%%pytorch")), "a framework cell must be tagged"
+        if not t or "remove-cell" in tags(cell):        # a removed cell shows no tab; it needs no twin
+            if not t:
+                assert not source(cell).startswith(("%%keras", "%%pytorch")), "a framework cell must be tagged"
             continue
         (fw,) = t
         assert re.match(rf"%%{fw}( needs \w+)?\n", source(cell)), f"a cell tagged {fw} starts with %%{fw}"
         other = "pytorch" if fw == "keras" else "keras"
         neighbours = [cells[j] for j in (i - 1, i + 1) if 0 <= j < len(cells)]
         assert any(other in tags(n) for n in neighbours), f"the {fw} cell {source(cell)[:50]!r} has no twin"
+
+
+def bookkeeping(node) -> bool:
+    """A statement the reader need not see: an assertion, ``ac.glue(…)``, a NumPy check, or a loop or branch of nothing
+    else."""
+    if isinstance(node, ast.Assert):
+        return True
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):       # ac.glue(…), np.testing.assert_…(…)
+        name = getattr(node.value.func, "attr", getattr(node.value.func, "id", ""))
+        return name == "glue" or name.startswith("assert_")
+    if isinstance(node, ast.For | ast.If | ast.With):
+        body = [*node.body, *getattr(node, "orelse", [])]
+        return bool(body) and all(bookkeeping(n) for n in body)
+    return False
+
+
+def test_glue_and_claim_checks_run_where_the_reader_does_not_see_them(nb):
+    """A shown (or collapsed) code cell holds the idea; the assertions that keep the prose true and the values glued
+    into it sit in ``remove-cell`` cells of their own. Solutions and their checks are exercises, not bookkeeping."""
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code" or tags(cell) & {"remove-cell", "solution"}:
+            continue
+        body = re.sub(r"^%%[^\n]*\n", "", source(cell))
+        body = re.sub(r"^(\s*)[!%].*$", r"\1pass", body, flags=re.M)      # IPython's shell and magic lines
+        shown = [ast.get_source_segment(body, n) for n in ast.parse(body).body if bookkeeping(n)]
+        assert not shown, f"the cell {source(cell)[:60]!r} shows {shown[0][:80]!r}: move it to a remove-cell cell"
+
+
+def test_no_collapsed_code_interrupts_the_text(nb):
+    """A code cell is shown, or removed from the page (``remove-input`` keeps its chart or table, ``remove-cell``
+    drops it): a "Show code cell source" bar between paragraphs is for solutions only."""
+    for cell in nb["cells"]:
+        if {"hide-input", "hide-cell"} & tags(cell):
+            assert "solution" in tags(cell), f"the cell {source(cell)[:60]!r} is collapsed: show it or remove it"
 
 
 def test_exercises_have_hidden_solutions_and_checks(nb):
