@@ -100,6 +100,17 @@ def test_glue_and_claim_checks_run_where_the_reader_does_not_see_them(nb):
         assert not shown, f"the cell {source(cell)[:60]!r} shows {shown[0][:80]!r}: move it to a remove-cell cell"
 
 
+def test_charts_follow_the_readers_framework(nb):
+    """A chart or table drawn outside a Keras / PyTorch pair shows every framework or one that both agree on: it does
+    not pick the first framework's results (``fw0``) unless its cell says they are the same in every framework."""
+    for cell in nb["cells"]:
+        text = source(cell)
+        if cell["cell_type"] != "code" or tags(cell) & {"keras", "pytorch", "remove-cell"}:
+            continue
+        if re.search(r"ac\.viz\.|alt\.Chart|display\(", text) and re.search(r"\bfw0\b|frameworks\[0\]", text):
+            assert "the same in every framework" in text, f"the chart of {text[:60]!r} shows one framework's results"
+
+
 def test_no_collapsed_code_interrupts_the_text(nb):
     """A code cell is shown, or removed from the page (``remove-input`` keeps its chart or table, ``remove-cell``
     drops it): a "Show code cell source" bar between paragraphs is for solutions only."""
