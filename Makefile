@@ -30,6 +30,8 @@ endif
 # The book never shows progress bars (they are for a live kernel), nor the `name = value` lines of ac.glue (its
 # prose shows the values).
 export COURSE_PROGRESS ?= 0
+# the book and the tests run both frameworks (a live kernel runs PyTorch unless told otherwise)
+export COURSE_FRAMEWORKS ?= both
 export COURSE_GLUE_ECHO ?= 0
 # nor the "[cell skipped: …]" notes of cells whose model or data is absent (the prose says what they need)
 export COURSE_SKIP_ECHO ?= 0

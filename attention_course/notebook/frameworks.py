@@ -1,6 +1,7 @@
 """Which frameworks run, and the ``%%keras`` / ``%%pytorch`` cell magics.
 
-``COURSE_FRAMEWORKS`` is ``both`` (the default), ``keras`` or ``pytorch`` (comma lists work too).
+``COURSE_FRAMEWORKS`` is ``pytorch`` (the default: a live kernel runs one framework, half the time and memory),
+``keras`` or ``both`` (comma lists work too); the book build and the tests set ``both``.
 A cell that starts with ``%%keras`` runs only when Keras is on; ``%%pytorch`` likewise. On Colab a
 learner sets the framework once, at the top of a notebook: ``ac.setup(frameworks="pytorch")``. The classes and
 functions a framework cell imports or defines are seen only by that framework's cells (``_run_cell_body``).
@@ -14,6 +15,7 @@ import os
 from attention_course.core.errors import ConfigError
 
 NAMES = ("keras", "pytorch")
+DEFAULT = "pytorch"   # when neither COURSE_FRAMEWORKS nor ac.setup(frameworks=...) chooses
 _ALIASES = {"both": NAMES, "all": NAMES, "tf": ("keras",), "tensorflow": ("keras",), "torch": ("pytorch",)}
 _forced: tuple[str, ...] | None = None
 
@@ -43,7 +45,7 @@ def enabled() -> tuple[str, ...]:
     """The frameworks that run in this session, in the course's order (keras, pytorch)."""
     if _forced is not None:
         return _forced
-    return parse(os.environ.get("COURSE_FRAMEWORKS", "both"))
+    return parse(os.environ.get("COURSE_FRAMEWORKS", DEFAULT))
 
 
 def use(spec: str | list[str] | None) -> tuple[str, ...]:

@@ -78,6 +78,8 @@ def test_framework_choice(monkeypatch):
     assert frameworks.parse("both") == ("keras", "pytorch")
     assert frameworks.parse("torch") == ("pytorch",)
     assert frameworks.parse("pytorch,keras") == ("keras", "pytorch")
+    monkeypatch.delenv("COURSE_FRAMEWORKS", raising=False)
+    assert frameworks.enabled() == ("pytorch",), "a live kernel runs one framework, PyTorch unless told otherwise"
     monkeypatch.setenv("COURSE_FRAMEWORKS", "keras")
     assert frameworks.enabled() == ("keras",) and not frameworks.is_enabled("pytorch")
     with pytest.raises(ConfigError, match="unknown framework 'jax'"):
