@@ -56,7 +56,10 @@ vendor: $(STAMP) system
 
 # BOOK_SOURCE: the folder holding _config.yml and _toc.yml (make test CHAPTERS=… builds _build/subset)
 BOOK_SOURCE ?= .
+# tools/execute_book.py first runs the notebooks the execution cache lacks, one kernel per core (BOOK_JOBS=…);
+# jupyter-book then renders them from the cache.
 book: $(STAMP) vendor
+	$(BIN)/python tools/execute_book.py $(BOOK_SOURCE)
 	$(BIN)/jupyter-book build $(BOOK_SOURCE) -W -n --keep-going
 	@echo "Book built: $(abspath $(BOOK_SOURCE)/_build/html/index.html)"
 

@@ -1,0 +1,48 @@
+"""``make book`` runs the notebooks the execution cache lacks, several at a time, before the build renders them
+(``tools/execute_book.py``): the table of contents gives the notebooks, a notebook already cached is not run
+again, one that ran is cached, and one that fails is left for the build to report."""
+
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from tools import execute_book, notebook_cache  # noqa: E402
+
+
+def test_the_table_of_contents_gives_every_chapter_notebook_in_order():
+    found = execute_book.notebooks(ROOT)
+    chapters = sorted((ROOT / "book").glob("[0-9][0-9]-*/*.ipynb"))
+    assert found == [p.resolve() for p in chapters]
+
+
+def _book(tmp_path: Path, *sources: str) -> Path:
+    tmp_path.mkdir()
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n" + "".join(
+        f"  - file: nb{i}\n" for i in range(len(sources))))
+    for i, code in enumerate(sources):
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(nb, tmp_path / f"nb{i}.ipynb")
+    return tmp_path
+
+
+def test_a_run_notebook_is_cached_and_not_run_again_and_a_failed_one_is_left_to_the_build(tmp_path, monkeypatch,
+                                                                                           capsys):
+    pytest.importorskip("nbclient")
+    monkeypatch.setattr(notebook_cache, "CACHE_ROOT", tmp_path / "cache")
+    book = _book(tmp_path / "book", "print(6 * 7)", "raise ValueError('broken on purpose')")
+    (book / "intro.md").write_text("# intro\n")
+    paths = execute_book.notebooks(book)
+    assert [p.name for p in paths] == ["nb0.ipynb", "nb1.ipynb"]
+    assert execute_book.stale(paths) == paths                      # an empty cache: both to run
+    for path in paths:                          # in this process (the pool's workers would not see the patch)
+        execute_book.execute(path)
+    assert execute_book.stale(paths) == [paths[1]], "the notebook that ran is cached; the failed one is not"
+    monkeypatch.setenv("BOOK_JOBS", "1")
+    assert execute_book.jobs(5) == 1 and execute_book.jobs(0) == 1
+    monkeypatch.setenv("BOOK_JOBS", "8")
+    assert execute_book.jobs(3) == 3, "never more kernels than notebooks"
