@@ -61,7 +61,7 @@ def test_first_code_cell_installs_only_on_colab(nb):
 
 def test_framework_cells_come_in_twins(nb):
     cells = nb["cells"]
-    for i, cell in enumerate(cells):
+    for cell in cells:
         t = tags(cell) & {"keras", "pytorch"}
         if not t or "remove-cell" in tags(cell):        # a removed cell shows no tab; it needs no twin
             if not t:
@@ -70,7 +70,9 @@ def test_framework_cells_come_in_twins(nb):
         (fw,) = t
         assert re.match(rf"%%{fw}( needs \w+)?\n", source(cell)), f"a cell tagged {fw} starts with %%{fw}"
         other = "pytorch" if fw == "keras" else "keras"
-        neighbours = [cells[j] for j in (i - 1, i + 1) if 0 <= j < len(cells)]
+        shown = [c for c in cells if "remove-cell" not in tags(c)]     # the page's cells: a removed one is not there
+        k = shown.index(cell)
+        neighbours = [shown[j] for j in (k - 1, k + 1) if 0 <= j < len(shown)]
         assert any(other in tags(n) for n in neighbours), f"the {fw} cell {source(cell)[:50]!r} has no twin"
 
 
@@ -192,12 +194,25 @@ def test_each_exercise_says_if_it_is_checked_and_how_long_it_takes(nb):
     for i, cell in enumerate(cells):
         text = "".join(cell["source"])
         for label, body in re.findall(r"\{exercise\}[^\n]*\n:label: (\S+)\n\n([^\n]*)", text):
-            checked = i + 1 < len(cells) and "solution" in cells[i + 1]["metadata"].get("tags", [])
+            after = cells[i + 1] if i + 1 < len(cells) else {"cell_type": "", "metadata": {}}
+            checked = after["cell_type"] == "code" and "solution" in after["metadata"].get("tags", [])
             expected = r"\*Checked automatically · about \d+ min\*" if checked else \
                 r"\*Open-ended, no automatic check · about \d+ min[^*]*\*"
             assert re.fullmatch(expected, body), f"{label}: {body!r}"
-        if "solution" in cell["metadata"].get("tags", []):
+        if "solution" in cell["metadata"].get("tags", []) and cell["cell_type"] == "code":
             assert cell["metadata"].get("mystnb", {}).get("code_prompt_show") == "Show solution", i
+
+
+def test_every_open_ended_exercise_has_a_discussion(nb):
+    """An exercise without a checker is followed by a discussion: a folded ``{solution}`` in a markdown cell tagged
+    ``solution`` (the student export leaves it out)."""
+    cells = nb["cells"]
+    for i, cell in enumerate(cells):
+        for label in re.findall(r"\{exercise\}[^\n]*\n:label: (\S+)\n\n\*Open-ended", "".join(cell["source"])):
+            after = cells[i + 1] if i + 1 < len(cells) else {"cell_type": "", "metadata": {}, "source": ""}
+            text = "".join(after["source"])
+            assert after["cell_type"] == "markdown" and f"{{solution}} {label}\n" in text, f"{label} has no discussion"
+            assert ":class: dropdown" in text and "solution" in after["metadata"].get("tags", []), label
 
 
 def test_intro_times_are_the_chapters_own():
