@@ -43,6 +43,7 @@ from attention_course.data.registry import Dataset, RemoteFile, get, names
 
 __all__ = [
     "ENV_VAR",
+    "MODEL_VAR",
     "ChecksumError",
     "DataUnavailableError",
     "FileCheck",
@@ -53,6 +54,8 @@ __all__ = [
     "fetch",
     "file_path",
     "mismatch_path",
+    "model_dir",
+    "root_of",
     "sha256sum",
     "verify",
 ]
@@ -81,6 +84,33 @@ def cache_dir() -> Path:
     return Path(pooch.os_cache("attention-course"))
 
 
+MODEL_VAR = "COURSE_MODEL_DIR"
+
+
+def model_dir() -> Path:
+    """Root of the pretrained models (a registry entry of ``kind="model"``): ``$COURSE_MODEL_DIR`` if set, else a
+    ``models`` folder in pooch's user cache ``attention-course``."""
+    env = os.environ.get(MODEL_VAR)
+    if env:
+        root = Path(env).expanduser()
+        if root.exists() and not root.is_dir():
+            raise EnvError(f"{MODEL_VAR} must be a folder (holding '<model folder>/<file>'); got {MODEL_VAR}={env!r}, "
+                           "which is a file")
+        return root
+    import pooch
+
+    return Path(pooch.os_cache("attention-course")) / "models"
+
+
+def root_of(ds: Dataset) -> Path:
+    """The root a dataset's folder lives under: the models' for pretrained weights, else the data cache."""
+    return model_dir() if ds.kind == "model" else cache_dir()
+
+
+def _variable(ds: Dataset) -> str:
+    return MODEL_VAR if ds.kind == "model" else ENV_VAR
+
+
 def derived_dir() -> Path:
     """Where what is computed from the data is kept (tokenizer vocabularies, training checkpoints):
     ``$COURSE_CACHE_DIR``, else the user cache ``attention-course``; never the folder of ``COURSE_DATA_DIR``, which
@@ -98,16 +128,16 @@ def download_timeout() -> float:
     return EnvError.positive(TIMEOUT_VAR, DEFAULT_DOWNLOAD_TIMEOUT_S, float, "the most seconds one download may take")
 
 
-def _root_origin() -> str:
-    env = os.environ.get(ENV_VAR)
-    return f"from {ENV_VAR}={env!r}" if env else f"the default cache; {ENV_VAR} is not set"
+def _root_origin(var: str = ENV_VAR) -> str:
+    env = os.environ.get(var)
+    return f"from {var}={env!r}" if env else f"the default cache; {var} is not set"
 
 
 def file_path(name: str, filename: str) -> Path:
     """Where file ``filename`` of dataset ``name`` lives (or must be put) in the cache."""
     ds = get(name)
     ds.file(filename)
-    return cache_dir() / ds.folder / filename
+    return root_of(ds) / ds.folder / filename
 
 
 def sha256sum(path: str | os.PathLike[str]) -> str:
@@ -130,8 +160,8 @@ def _manual_hint(ds: Dataset, rf: RemoteFile, path: Path) -> str:
         f"To fix it by hand, put the file {rf.filename!r}{member} at exactly\n"
         f"    {path}\n"
         f"with sha256 {rf.sha256}.\n"
-        f"Or set the environment variable {ENV_VAR} to a folder that holds "
-        f"'{ds.folder}/{rf.filename}' (the data root now is {path.parent.parent}, {_root_origin()})."
+        f"Or set the environment variable {_variable(ds)} to a folder that holds "
+        f"'{ds.folder}/{rf.filename}' (the root now is {path.parent.parent}, {_root_origin(_variable(ds))})."
     )
 
 
@@ -383,8 +413,9 @@ def _check_writable(ds: Dataset, rf: RemoteFile, folder: Path, path: Path) -> No
         folder.mkdir(parents=True, exist_ok=True)
         _remove_quietly(_new_part(folder, rf.filename))  # probe: is the folder writable?
     except OSError as exc:
-        env = os.environ.get(ENV_VAR)
-        fix = (f"{ENV_VAR} must name a folder this user can write to (downloads go there); got {ENV_VAR}={env!r}.\n"
+        var = _variable(ds)
+        env = os.environ.get(var)
+        fix = (f"{var} must name a folder this user can write to (downloads go there); got {var}={env!r}.\n"
                if env else "")
         raise DataUnavailableError(
             f"The data file {rf.filename!r} of dataset {ds.name!r} is missing and cannot be downloaded "
@@ -576,7 +607,7 @@ def fetch(
     ds = get(name)
     wanted = [ds.file(filename)] if filename is not None else list(ds.files.values())
     session = _Session(progressbar=_tqdm_available() if progressbar is None else progressbar)
-    root = cache_dir()
+    root = root_of(ds)
     try:
         if ds.structure is not None:  # checked as a whole: every file, whichever was asked for
             paths = _ensure_structured(ds, root, session)
@@ -622,7 +653,8 @@ class VerifyReport:
         return tuple(c for c in self.checks if c.status != "ok")
 
     def __str__(self) -> str:
-        lines = [f"data root: {cache_dir()}"]
+        roots = dict.fromkeys(root_of(get(c.dataset)) for c in self.checks) or {cache_dir(): None}
+        lines = [f"root: {root}" for root in roots]
         for c in self.checks:
             extra = f" (sha256 {c.actual}, expected {c.expected})" if c.status == "mismatch" else ""
             extra = f" ({c.actual})" if c.status == "invalid" else extra
@@ -641,9 +673,9 @@ def verify(name: str | None = None) -> VerifyReport:
     run left in a dataset's folder are reported as ``"leftover"`` (the next :func:`fetch` of that file removes them).
     """
     datasets = [get(name)] if name is not None else [get(n) for n in names()]
-    root = cache_dir()
     checks: list[FileCheck] = []
     for ds in datasets:
+        root = root_of(ds)
         if ds.structure is not None:
             checks += _verify_structured(ds, root)
             continue

@@ -84,8 +84,11 @@ class Dataset:
     description: str
     homepage: str
     structure: StructureCheck | None = field(default=None, hash=False, compare=False, repr=False)
+    kind: str = "data"      # "model": pretrained weights, kept under COURSE_MODEL_DIR instead of COURSE_DATA_DIR
 
     def __post_init__(self) -> None:
+        if self.kind not in ("data", "model"):
+            raise ConfigError(f"dataset {self.name!r}: kind is 'data' or 'model', got {self.kind!r}")
         by_structure = {rf.verify == "structure" for rf in self.files.values()}
         if by_structure == {True, False}:
             raise ConfigError(f"dataset {self.name!r} mixes files verified by sha256 and by structure")
@@ -462,5 +465,41 @@ register(
         ),
         homepage="https://hockenmaier.cs.illinois.edu/8k-pictures.html",
         structure=check_flickr8k,
+    )
+)
+
+# --------------------------------------------------------------------------------------------------
+# stories260K: Karpathy's smallest pretrained Llama (llama2.c format), Chapter 10
+# --------------------------------------------------------------------------------------------------
+_TINYLLAMAS = "https://huggingface.co/karpathy/tinyllamas/resolve/main/stories260K/"
+
+register(
+    Dataset(
+        name="stories260K",
+        folder="stories260K",
+        files=_files(
+            RemoteFile("stories260K.bin", "b0a507e7ad0f626624f17112325e66691f9076d622e1d3274d103d00299f2696",
+                       (_TINYLLAMAS + "stories260K.bin",),
+                       note="llama2.c's legacy export: a header of 7 int32 (dim, hidden_dim, n_layers, n_heads, "
+                            "n_kv_heads, vocab_size, seq_len), then float32 weights, matrices (out, in)."),
+            RemoteFile("tok512.bin", "037cb335abb25d1fa9e8ecae30ed2a3a8ace9302862ebcdc05d51a6bbb10c312",
+                       (_TINYLLAMAS + "tok512.bin",),
+                       note="llama2.c's tokenizer file: a uint32 max token length, then 512 entries of (float32 "
+                            "score, int32 length, bytes)."),
+        ),
+        license="MIT (karpathy/tinyllamas and llama2.c)",
+        citation="""@misc{karpathy2023llama2c,
+  author       = {Karpathy, Andrej},
+  title        = {llama2.c: Inference Llama 2 in one file of pure C},
+  year         = {2023},
+  howpublished = {\\url{https://github.com/karpathy/llama2.c}},
+  note         = {Model stories260K, trained on TinyStories}
+}""",
+        description=(
+            "A decoder-only Llama 2 with 260,032 parameters trained on TinyStories: 5 layers, dim 64, 8 query heads "
+            "sharing 4 key-value heads (grouped-query attention), RoPE, RMSNorm, SwiGLU, a 512-piece vocabulary."
+        ),
+        homepage="https://github.com/karpathy/llama2.c",
+        kind="model",
     )
 )

@@ -24,7 +24,8 @@ from attention_course.core.errors import ConfigError, CourseError, EnvError
 from attention_course.data import download, registry
 
 # the datasets pinned by sha256 (the offline copies hold them); Flickr8k, verified by structure: tests/test_flickr8k.py
-PINNED = [n for n in data.names() if data.get(n).structure is None]
+PINNED = [n for n in data.names() if data.get(n).structure is None and data.get(n).kind == "data"]
+MODELS = [n for n in data.names() if data.get(n).kind == "model"]    # under COURSE_MODEL_DIR: tests/ch10
 ALL_FILES = [(n, f) for n in PINNED for f in data.get(n).files]
 
 
@@ -145,9 +146,10 @@ def http_server(monkeypatch):
 # registry
 # --------------------------------------------------------------------------------------------------
 def test_names_and_folders():
-    expected = ["flickr8k", "multi30k", "ner-gmb", "sentiment", "spa-eng", "tinyshakespeare", "wikitext2-subset"]
+    expected = ["flickr8k", "multi30k", "ner-gmb", "sentiment", "spa-eng", "stories260K", "tinyshakespeare",
+                "wikitext2-subset"]
     assert data.names() == expected
-    assert PINNED == [n for n in expected if n != "flickr8k"]
+    assert PINNED == [n for n in expected if n not in ("flickr8k", "stories260K")] and MODELS == ["stories260K"]
     folders = {n: data.get(n).folder for n in data.names()}
     assert folders["sentiment"] == "sentiment-labelled-sentences"
     assert folders["ner-gmb"] == "ner-gmb-kaggle"
@@ -712,3 +714,21 @@ def test_an_offline_fetch_leaves_the_data_folder_as_it_was(tmp_cache, monkeypatc
     with pytest.raises(data.DataUnavailableError):
         data.fetch(name, progressbar=False)
     assert list(tmp_cache.iterdir()) == []                   # not even an empty dataset folder
+
+
+def test_a_model_lives_under_the_model_root(tmp_path, monkeypatch):
+    """Pretrained weights (``kind="model"``) are looked for and checked under ``COURSE_MODEL_DIR``, not the data
+    root; a wrong file there is refused with both hashes, and moved aside, never deleted."""
+    monkeypatch.setenv("COURSE_MODEL_DIR", str(tmp_path / "models"))
+    monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path / "data"))
+    path = data.file_path("stories260K", "tok512.bin")
+    assert path == tmp_path / "models" / "stories260K" / "tok512.bin"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"not a tokenizer")
+    report = data.verify("stories260K")
+    assert {c.filename: c.status for c in report.checks} == {"stories260K.bin": "missing", "tok512.bin": "mismatch"}
+    assert f"root: {tmp_path / 'models'}" in str(report)
+    with pytest.raises(download.ChecksumError, match="tok512.bin"):
+        data.fetch("stories260K", "tok512.bin")
+    assert not path.exists() and list(path.parent.glob("tok512.bin.mismatch-*")), "moved aside, not deleted"
+
