@@ -20,6 +20,8 @@ os.environ.setdefault("COURSE_FRAMEWORKS", "both")    # the notebooks run by nbv
 _offline = ROOT.parent / "shared" / "data"
 if "COURSE_DATA_DIR" not in os.environ and _offline.is_dir():
     os.environ["COURSE_DATA_DIR"] = str(_offline)
+if "COURSE_MODEL_DIR" not in os.environ and (ROOT.parent / "shared" / "models").is_dir():
+    os.environ["COURSE_MODEL_DIR"] = str(ROOT.parent / "shared" / "models")
 
 
 @pytest.fixture(params=["keras", "pytorch"], scope="module")

@@ -1,0 +1,50 @@
+"""Chapter 10 in Keras 3: FlashAttention's forward pass written plainly, attention computed a block of keys at a
+time with the online softmax (``reference.flash_attention`` is the NumPy original). Same names and signatures as
+``torch.py`` beside it.
+
+Shapes: B batch, h heads, T_q queries, T_k keys, d per head. ``mask`` says True (or 1) where a key is real.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from keras import ops
+
+from attention_course.ch07_self_attention import validate
+from attention_course.ch07_self_attention.keras import visible_keys
+from attention_course.core.keras import inputs
+
+__all__ = ["flash_attention"]
+
+
+def flash_attention(query, key, value, mask=None, causal: bool = False, block: int = 64):
+    """softmax(Q Kᵀ / √d) V, ``block`` keys at a time: each query row keeps a running maximum ``m``, a running sum
+    ``l`` of exp(score − m) and a running weighted sum ``acc`` of the values, rescaled by exp(m_old − m_new) when
+    the maximum grows; at most (B, h, T_q, block) scores exist at once, never the T_q × T_k matrix.
+
+    query (B, h, T_q, d), key (B, h, T_k, d), value (B, h, T_k, d_v); mask (B, T_k) or (B, T_q, T_k); ``causal``
+    hides the keys after each query. → (B, h, T_q, d_v); a query that may see no key gets zeros."""
+    query = inputs.floats(query, "query")
+    key, value = inputs.floats(key, "key"), inputs.floats(value, "value")
+    validate.head_shapes(query, key, value, mask)
+    (block,) = validate.sizes(block=block)
+    t_q, t_k = query.shape[-2], key.shape[-2]
+    visible = visible_keys(mask, causal, t_q, t_k)                       # (B or 1, 1, T_q or 1, T_k) or None
+    scale = query.shape[-1] ** -0.5
+    rows = tuple(ops.shape(query)[:-1])
+    m = ops.full((*rows, 1), -np.inf)                                               # (B, h, T_q, 1)
+    total = ops.zeros((*rows, 1))                                                   # (B, h, T_q, 1)
+    acc = ops.zeros((*rows, value.shape[-1]))                                       # (B, h, T_q, d_v)
+    for start in range(0, t_k, block):
+        k, v = key[..., start:start + block, :], value[..., start:start + block, :]
+        s = ops.matmul(query, ops.swapaxes(k, -1, -2)) * scale                     # (B, h, T_q, block)
+        if visible is not None:
+            s = ops.where(visible[..., start:start + block], s, -np.inf)
+        m_new = ops.maximum(m, ops.max(s, axis=-1, keepdims=True))
+        safe = ops.where(ops.isfinite(m_new), m_new, 0.0)              # a row that has seen no key yet
+        p = ops.exp(s - safe)                                           # hidden keys: exp(-inf) = 0
+        rescale = ops.exp(m - safe)                                     # the old sums, to the new maximum
+        total = total * rescale + ops.sum(p, axis=-1, keepdims=True)
+        acc = acc * rescale + ops.matmul(p, v)
+        m = m_new
+    return ops.where(total > 0, acc / ops.maximum(total, np.finfo("float32").tiny), 0.0)

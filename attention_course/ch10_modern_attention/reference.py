@@ -1,0 +1,139 @@
+"""Chapter 10's computations in plain NumPy, the references the framework layers are tested against.
+
+``online_softmax``: the softmax in one pass over the scores, with a running maximum and a running sum (Milakov &
+Gimelshein, 2018). ``flash_attention``: attention computed block by block over the keys with that running maximum
+and sum, never holding the T_q × T_k matrix of weights (Dao et al., 2022; the loop order of FlashAttention-2:
+queries outside, keys inside). ``llama_forward``: the forward pass of a llama2.c model (RMSNorm, rotary positions
+on adjacent pairs, grouped-query attention, SwiGLU), as ``run.c`` computes it, for a whole sequence at once.
+
+Shapes: B batch, h heads, T_q queries, T_k keys, d per head. Masks are True where a key may be attended.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attention_course.ch10_modern_attention.llama2c import Llama2c
+
+__all__ = ["explicit_attention", "flash_attention", "llama_forward", "online_softmax", "rope_tables",
+           "softmax"]
+
+
+def softmax(x: np.ndarray) -> np.ndarray:
+    """The softmax over the last axis, the usual two-pass way: subtract the maximum, exponentiate, divide."""
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def online_softmax(x: np.ndarray, block: int = 1) -> np.ndarray:
+    """The softmax over the last axis with its normaliser found in one pass, ``block`` entries at a time: the running
+    maximum ``m`` and the running sum ``l`` of exp(x − m) are rescaled by exp(m_old − m_new) whenever the maximum
+    grows, so no entry is read twice to find them."""
+    m = np.full(x.shape[:-1] + (1,), -np.inf)                  # running maximum
+    total = np.zeros(x.shape[:-1] + (1,))                        # running sum of exp(x - m)
+    for start in range(0, x.shape[-1], block):
+        part = x[..., start:start + block]
+        m_new = np.maximum(m, part.max(-1, keepdims=True))
+        total = total * np.exp(m - m_new) + np.exp(part - m_new).sum(-1, keepdims=True)
+        m = m_new
+    return np.exp(x - m) / total
+
+
+def explicit_attention(q, k, v, mask=None, causal: bool = False) -> np.ndarray:
+    """softmax(q kᵀ / √d) v with the whole (…, T_q, T_k) matrix of weights. q (…, T_q, d), k (…, T_k, d),
+    v (…, T_k, d_v), mask (…, T_k) or (…, T_q, T_k); ``causal``: query i sees keys 0 … i + (T_k − T_q)."""
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    keep = _keep(scores.shape, mask, causal)
+    scores = np.where(keep, scores, -np.inf)
+    top = scores.max(-1, keepdims=True)
+    e = np.exp(scores - np.where(np.isfinite(top), top, 0))
+    total = e.sum(-1, keepdims=True)
+    weights = np.divide(e, total, out=np.zeros_like(e), where=total > 0)       # a row with no key: zeros
+    return weights @ v
+
+
+def _keep(shape, mask, causal: bool) -> np.ndarray:
+    t_q, t_k = shape[-2:]
+    keep = np.ones(shape, bool)
+    if mask is not None:
+        mask = np.asarray(mask, bool)
+        keep &= mask[..., None, :] if mask.ndim == len(shape) - 1 else mask
+    if causal:
+        keep &= np.tril(np.ones((t_q, t_k), bool), t_k - t_q)
+    return keep
+
+
+def flash_attention(q, k, v, mask=None, causal: bool = False, block: int = 16) -> np.ndarray:
+    """The same output as ``explicit_attention``, computed ``block`` keys at a time: for each query row it keeps the
+    running maximum ``m``, the running sum ``l`` and the running weighted sum of values ``acc``, rescales them when
+    the maximum grows, and divides by ``l`` once at the end; at most (…, T_q, block) scores exist at any time."""
+    t_q, t_k = q.shape[-2], k.shape[-2]
+    scale = 1 / np.sqrt(q.shape[-1])
+    m = np.full(q.shape[:-1] + (1,), -np.inf)
+    total = np.zeros(q.shape[:-1] + (1,))
+    acc = np.zeros(q.shape[:-1] + (v.shape[-1],))
+    for start in range(0, t_k, block):
+        stop = min(start + block, t_k)
+        s = q @ np.swapaxes(k[..., start:stop, :], -1, -2) * scale                   # (…, T_q, block)
+        keep = _keep(s.shape, None if mask is None else _block_mask(mask, start, stop), False)
+        if causal:
+            keep &= (np.arange(start, stop)[None, :] <= np.arange(t_q)[:, None] + (t_k - t_q))
+        s = np.where(keep, s, -np.inf)
+        m_new = np.maximum(m, s.max(-1, keepdims=True))
+        safe = np.where(np.isfinite(m_new), m_new, 0)                                # all hidden so far
+        p = np.exp(s - safe)
+        rescale = np.exp(np.where(np.isfinite(m), m - safe, -np.inf))
+        total = total * rescale + p.sum(-1, keepdims=True)
+        acc = acc * rescale + p @ v[..., start:stop, :]
+        m = m_new
+    return np.divide(acc, total, out=np.zeros_like(acc), where=total > 0)
+
+
+def _block_mask(mask, start: int, stop: int):
+    mask = np.asarray(mask, bool)
+    return mask[..., start:stop]
+
+
+def rope_tables(positions: int, head_dim: int, theta: float = 10000.0) -> tuple[np.ndarray, np.ndarray]:
+    """cos and sin (positions, head_dim / 2) of the rotation of pair i at position p by p / θ^(2i / head_dim)."""
+    freq = 1.0 / theta ** (np.arange(0, head_dim, 2) / head_dim)
+    angle = np.arange(positions)[:, None] * freq[None, :]
+    return np.cos(angle).astype(np.float32), np.sin(angle).astype(np.float32)
+
+
+def _rotate_pairs(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+    """Rotate adjacent pairs (x0, x1), (x2, x3), … of the last axis; x (T, heads, hd), cos/sin (T, hd/2)."""
+    even, odd = x[..., 0::2], x[..., 1::2]
+    c, s = cos[:, None, :], sin[:, None, :]
+    out = np.empty_like(x)
+    out[..., 0::2] = even * c - odd * s
+    out[..., 1::2] = even * s + odd * c
+    return out
+
+
+def _rms(x: np.ndarray, w: np.ndarray, eps: float = 1e-5) -> np.ndarray:
+    return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
+
+
+def llama_forward(model: Llama2c, tokens) -> np.ndarray:
+    """The logits (T, V) of a llama2.c model for the token ids ``tokens`` (T,), every position at once."""
+    c, w = model.config, model.weights
+    n_h, n_kv, hd = c["n_heads"], c["n_kv_heads"], c["head_dim"]
+    tokens = np.asarray(tokens)
+    t = len(tokens)
+    cos, sin = rope_tables(t, hd)
+    x = w["token_embedding"][tokens].astype(np.float64)                             # (T, d)
+    for layer in range(c["n_layers"]):
+        h = _rms(x, w["rms_att"][layer])
+        q = (h @ w["wq"][layer].T).reshape(t, n_h, hd)
+        k = (h @ w["wk"][layer].T).reshape(t, n_kv, hd)
+        v = (h @ w["wv"][layer].T).reshape(t, n_kv, hd)
+        q, k = _rotate_pairs(q, cos, sin), _rotate_pairs(k, cos, sin)
+        group = n_h // n_kv                                                           # query heads per kv head
+        k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)               # (T, h, hd)
+        out = explicit_attention(q.transpose(1, 0, 2), k.transpose(1, 0, 2), v.transpose(1, 0, 2), causal=True)
+        x = x + out.transpose(1, 0, 2).reshape(t, -1) @ w["wo"][layer].T
+        h = _rms(x, w["rms_ffn"][layer])
+        gate = h @ w["w1"][layer].T
+        x = x + (gate / (1 + np.exp(-gate)) * (h @ w["w3"][layer].T)) @ w["w2"][layer].T   # SwiGLU
+    return _rms(x, w["rms_final"]) @ w["wcls"].T
