@@ -1,6 +1,7 @@
 """Chapter 10 in Keras 3: FlashAttention's forward pass written plainly, attention computed a block of keys at a
-time with the online softmax (``reference.flash_attention`` is the NumPy original). Same names and signatures as
-``torch.py`` beside it.
+time with the online softmax (``reference.flash_attention`` is the NumPy original); grouped-query attention, Chapter
+7's multi-head attention with fewer key-value heads than query heads. Same names and signatures as ``torch.py``
+beside it.
 
 Shapes: B batch, h heads, T_q queries, T_k keys, d per head. ``mask`` says True (or 1) where a key is real.
 """
@@ -8,13 +9,13 @@ Shapes: B batch, h heads, T_q queries, T_k keys, d per head. ``mask`` says True 
 from __future__ import annotations
 
 import numpy as np
-from keras import ops
+from keras import layers, ops
 
-from attention_course.ch07_self_attention import validate
-from attention_course.ch07_self_attention.keras import visible_keys
+from attention_course.ch07_self_attention.keras import MultiHeadAttention, split_heads, visible_keys
+from attention_course.ch10_modern_attention import validate
 from attention_course.core.keras import inputs
 
-__all__ = ["flash_attention"]
+__all__ = ["flash_attention", "GroupedQueryAttention"]
 
 
 def flash_attention(query, key, value, mask=None, causal: bool = False, block: int = 64):
@@ -48,3 +49,33 @@ def flash_attention(query, key, value, mask=None, causal: bool = False, block: i
         acc = acc * rescale + ops.matmul(p, v)
         m = m_new
     return ops.where(total > 0, acc / ops.maximum(total, np.finfo("float32").tiny), 0.0)
+
+
+class GroupedQueryAttention(MultiHeadAttention):
+    """Multi-head attention whose ``heads`` query heads share ``kv_heads`` key-value heads (Ainslie et al., 2023):
+    query head i reads the keys and values of head i // (heads / kv_heads). ``kv_heads = heads`` is Chapter 7's
+    multi-head attention, ``kv_heads = 1`` multi-query attention (Shazeer, 2019). W_k and W_v shrink to
+    kv_heads · d_head outputs, and so does what a key-value cache keeps per token."""
+
+    def __init__(self, d_model: int, heads: int, kv_heads: int, bias: bool = True, rotary: bool = False, **kwargs):
+        super().__init__(d_model, heads, bias, rotary, **kwargs)
+        self.kv_heads = validate.kv_heads(heads, kv_heads)
+        d_kv = kv_heads * (d_model // heads)
+        self.W_k = layers.Dense(d_kv, use_bias=bias)
+        self.W_v = layers.Dense(d_kv, use_bias=bias)
+
+    def project(self, query, key=None, value=None, mask=None):
+        """Queries (B, h, T_q, d_head); keys and values (B, h, T_k, d_head), each kv head repeated for its group."""
+        key = query if key is None else key
+        value = key if value is None else value
+        query, key, value, mask = inputs.attention(query, key, value, mask)
+        validate.model_width(self, query)
+        key, value = inputs.hide(key, mask), inputs.hide(value, mask)  # hidden keys: zeros (0 × NaN would be NaN)
+        group = self.heads // self.kv_heads
+        q = split_heads(self.W_q(query), self.heads)                                   # (B, h, T_q, d_head)
+        k = ops.repeat(split_heads(self.W_k(key), self.kv_heads), group, axis=1)       # (B, h, T_k, d_head)
+        v = ops.repeat(split_heads(self.W_v(value), self.kv_heads), group, axis=1)
+        return q, k, v, mask
+
+    def get_config(self):
+        return {**super().get_config(), "kv_heads": self.kv_heads}

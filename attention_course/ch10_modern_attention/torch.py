@@ -1,6 +1,7 @@
 """Chapter 10 in PyTorch: FlashAttention's forward pass written plainly, attention computed a block of keys at a
-time with the online softmax (``reference.flash_attention`` is the NumPy original). Same names and signatures as
-``keras.py`` beside it.
+time with the online softmax (``reference.flash_attention`` is the NumPy original); grouped-query attention, Chapter
+7's multi-head attention with fewer key-value heads than query heads. Same names and signatures as ``keras.py``
+beside it.
 
 Shapes: B batch, h heads, T_q queries, T_k keys, d per head. ``mask`` says True (or 1) where a key is real.
 """
@@ -8,12 +9,13 @@ Shapes: B batch, h heads, T_q queries, T_k keys, d per head. ``mask`` says True 
 from __future__ import annotations
 
 import torch
+from torch import nn
 
-from attention_course.ch07_self_attention import validate
-from attention_course.ch07_self_attention.torch import visible_keys
+from attention_course.ch07_self_attention.torch import MultiHeadAttention, split_heads, visible_keys
+from attention_course.ch10_modern_attention import validate
 from attention_course.core.torch import inputs
 
-__all__ = ["flash_attention"]
+__all__ = ["flash_attention", "GroupedQueryAttention"]
 
 
 def flash_attention(query, key, value, mask=None, causal: bool = False, block: int = 64) -> torch.Tensor:
@@ -46,3 +48,30 @@ def flash_attention(query, key, value, mask=None, causal: bool = False, block: i
         acc = acc * rescale + p @ v
         m = m_new
     return torch.where(total > 0, acc / total.clamp_min(torch.finfo(acc.dtype).tiny), 0.0)
+
+
+class GroupedQueryAttention(MultiHeadAttention):
+    """Multi-head attention whose ``heads`` query heads share ``kv_heads`` key-value heads (Ainslie et al., 2023):
+    query head i reads the keys and values of head i // (heads / kv_heads). ``kv_heads = heads`` is Chapter 7's
+    multi-head attention, ``kv_heads = 1`` multi-query attention (Shazeer, 2019). W_k and W_v shrink to
+    kv_heads · d_head outputs, and so does what a key-value cache keeps per token."""
+
+    def __init__(self, d_model: int, heads: int, kv_heads: int, bias: bool = True, rotary: bool = False):
+        super().__init__(d_model, heads, bias, rotary)
+        self.kv_heads = validate.kv_heads(heads, kv_heads)
+        d_kv = kv_heads * (d_model // heads)
+        self.W_k = nn.Linear(d_model, d_kv, bias=bias)
+        self.W_v = nn.Linear(d_model, d_kv, bias=bias)
+
+    def project(self, query, key=None, value=None, mask=None):
+        """Queries (B, h, T_q, d_head); keys and values (B, h, T_k, d_head), each kv head repeated for its group."""
+        key = query if key is None else key
+        value = key if value is None else value
+        query, key, value, mask = inputs.attention(query, key, value, mask)
+        validate.model_width(self, query)
+        key, value = inputs.hide(key, mask), inputs.hide(value, mask)  # hidden keys: zeros (0 × NaN would be NaN)
+        group = self.heads // self.kv_heads
+        q = split_heads(self.W_q(query), self.heads)                                   # (B, h, T_q, d_head)
+        k = split_heads(self.W_k(key), self.kv_heads).repeat_interleave(group, dim=1)  # (B, h, T_k, d_head)
+        v = split_heads(self.W_v(value), self.kv_heads).repeat_interleave(group, dim=1)
+        return q, k, v, mask

@@ -1,0 +1,19 @@
+"""Chapter 10's argument checks (``kv_heads``), beside those of Chapter 7 (:mod:`attention_course.ch07_self_attention
+.validate`) and the generic ones of :mod:`attention_course.core.validate`, which this module re-exports: the
+chapter's code says ``validate.…`` for all of them."""
+
+from __future__ import annotations
+
+from attention_course.ch07_self_attention.validate import *  # noqa: F403  (Chapter 7's and the generic checks)
+from attention_course.core.errors import ConfigError
+from attention_course.core.validate import integer
+
+
+def kv_heads(heads: int, kv_heads: int) -> int:
+    """Grouped-query attention: the key-value heads divide the query heads into equal groups."""
+    kv_heads = integer("kv_heads", kv_heads)
+    if heads % kv_heads:
+        raise ConfigError(f"kv_heads={kv_heads} does not divide heads={heads}: each key-value head serves an equal "
+                          f"group of query heads; choose a divisor of {heads} (1 is multi-query attention, {heads} "
+                          "multi-head attention)")
+    return kv_heads
