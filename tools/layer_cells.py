@@ -48,11 +48,19 @@ def package_definitions(framework: str) -> dict[str, tuple[Path, ast.AST, str]]:
     return found
 
 
+def in_the_book(path: Path) -> bool:
+    """Whether the chapter folder holding ``path`` (``attention_course/chNN_…/``) has its notebook in the book
+    (``book/NN-…/``); a chapter being written has its package first."""
+    number = path.parent.name[2:4]
+    return any((ROOT / "book").glob(f"{number}-*/*.ipynb"))
+
+
 def public_classes(framework: str) -> set[str]:
-    """The classes a reader of the package would take for the course's layers and models (the Keras base classes
-    of ``core/keras/base.py``, explicit masks and building on the first call, are plumbing no chapter teaches)."""
+    """The classes a reader of the package would take for the course's layers and models, in the book's chapters
+    (the Keras base classes of ``core/keras/base.py``, explicit masks and building on the first call, are plumbing
+    no chapter teaches)."""
     return {name for name, (path, node, _) in package_definitions(framework).items()
-            if isinstance(node, ast.ClassDef) and not name.startswith("_")}
+            if isinstance(node, ast.ClassDef) and not name.startswith("_") and in_the_book(path)}
 
 
 def _python(cell_source: str) -> str:
