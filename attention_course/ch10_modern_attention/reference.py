@@ -5,6 +5,9 @@ Gimelshein, 2018). ``flash_attention``: attention computed block by block over t
 and sum, never holding the T_q × T_k matrix of weights (Dao et al., 2022; the loop order of FlashAttention-2:
 queries outside, keys inside). ``llama_forward``: the forward pass of a llama2.c model (RMSNorm, rotary positions
 on adjacent pairs, grouped-query attention, SwiGLU), as ``run.c`` computes it, for a whole sequence at once.
+``linear_attention`` and ``linear_attention_recurrent``: attention with a kernel feature map instead of the softmax
+(Katharopoulos et al., 2020), in its parallel form for training and its recurrent form for decoding, which carries
+a d × d_v matrix and a d-vector from step to step.
 
 Shapes: B batch, h heads, T_q queries, T_k keys, d per head. Masks are True where a key may be attended.
 """
@@ -15,8 +18,8 @@ import numpy as np
 
 from attention_course.ch10_modern_attention.llama2c import Llama2c
 
-__all__ = ["explicit_attention", "flash_attention", "llama_forward", "online_softmax", "rope_tables",
-           "softmax"]
+__all__ = ["elu_feature_map", "explicit_attention", "flash_attention", "linear_attention",
+           "linear_attention_recurrent", "llama_forward", "online_softmax", "rope_tables", "softmax"]
 
 
 def softmax(x: np.ndarray) -> np.ndarray:
@@ -137,3 +140,32 @@ def llama_forward(model: Llama2c, tokens) -> np.ndarray:
         gate = h @ w["w1"][layer].T
         x = x + (gate / (1 + np.exp(-gate)) * (h @ w["w3"][layer].T)) @ w["w2"][layer].T   # SwiGLU
     return _rms(x, w["rms_final"]) @ w["wcls"].T
+
+
+def elu_feature_map(x: np.ndarray) -> np.ndarray:
+    """φ(x) = elu(x) + 1, Katharopoulos et al.'s feature map: positive, so the weights φ(q)·φ(k) are too."""
+    return np.where(x > 0, x + 1, np.exp(np.minimum(x, 0)))
+
+
+def linear_attention(q, k, v, causal: bool = True) -> np.ndarray:
+    """Σ_j φ(q_i)·φ(k_j) v_j / Σ_j φ(q_i)·φ(k_j), over all j (or j ≤ i when ``causal``), computed in parallel:
+    the (…, T, T) matrix of similarities, masked to the past, then normalised by its row sums."""
+    fq, fk = elu_feature_map(q), elu_feature_map(k)
+    a = fq @ np.swapaxes(fk, -1, -2)                                               # (…, T_q, T_k)
+    if causal:
+        a = np.tril(a)
+    return (a @ v) / a.sum(-1, keepdims=True)
+
+
+def linear_attention_recurrent(q, k, v) -> np.ndarray:
+    """The causal ``linear_attention`` one step at a time, as an RNN: the state S_t = S_{t−1} + φ(k_t) v_tᵀ (d × d_v)
+    and z_t = z_{t−1} + φ(k_t) (d) are all that is kept of the past; y_t = φ(q_t)ᵀ S_t / φ(q_t)ᵀ z_t."""
+    fq, fk = elu_feature_map(q), elu_feature_map(k)
+    state = np.zeros(q.shape[:-2] + (q.shape[-1], v.shape[-1]))
+    norm = np.zeros(q.shape[:-2] + (q.shape[-1],))
+    out = np.empty(q.shape[:-1] + (v.shape[-1],))
+    for t in range(q.shape[-2]):
+        state = state + fk[..., t, :, None] * v[..., t, None, :]
+        norm = norm + fk[..., t, :]
+        out[..., t, :] = (fq[..., t, None, :] @ state)[..., 0, :] / (fq[..., t, :] * norm).sum(-1, keepdims=True)
+    return out

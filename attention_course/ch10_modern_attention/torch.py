@@ -1,6 +1,7 @@
 """Chapter 10 in PyTorch: FlashAttention's forward pass written plainly, attention computed a block of keys at a
 time with the online softmax (``reference.flash_attention`` is the NumPy original); grouped-query attention, Chapter
-7's multi-head attention with fewer key-value heads than query heads. Same names and signatures as ``keras.py``
+7's multi-head attention with fewer key-value heads than query heads; linear attention, in parallel and as an RNN.
+Same names and signatures as ``keras.py``
 beside it.
 
 Shapes: B batch, h heads, T_q queries, T_k keys, d per head. ``mask`` says True (or 1) where a key is real.
@@ -15,7 +16,7 @@ from attention_course.ch07_self_attention.torch import MultiHeadAttention, split
 from attention_course.ch10_modern_attention import validate
 from attention_course.core.torch import inputs
 
-__all__ = ["flash_attention", "GroupedQueryAttention"]
+__all__ = ["flash_attention", "GroupedQueryAttention", "linear_attention", "linear_attention_step"]
 
 
 def flash_attention(query, key, value, mask=None, causal: bool = False, block: int = 64) -> torch.Tensor:
@@ -75,3 +76,30 @@ class GroupedQueryAttention(MultiHeadAttention):
         k = split_heads(self.W_k(key), self.kv_heads).repeat_interleave(group, dim=1)  # (B, h, T_k, d_head)
         v = split_heads(self.W_v(value), self.kv_heads).repeat_interleave(group, dim=1)
         return q, k, v, mask
+
+
+def _phi(x: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.elu(x) + 1          # φ(x) = elu(x) + 1 > 0 (Katharopoulos et al.)
+
+
+def linear_attention(query, key, value, causal: bool = True) -> torch.Tensor:
+    """Σ_j φ(q_i)·φ(k_j) v_j / Σ_j φ(q_i)·φ(k_j) over the keys j ≤ i (all of them unless ``causal``), the parallel
+    form used in training. query, key (B, h, T, d), value (B, h, T, d_v) → (B, h, T, d_v)."""
+    query = inputs.floats(query, "query")
+    key, value = inputs.floats(key, "key", query.device), inputs.floats(value, "value", query.device)
+    validate.head_shapes(query, key, value)
+    a = _phi(query) @ _phi(key).transpose(-1, -2)                          # (B, h, T_q, T_k), all positive
+    if causal:
+        a = a.tril(key.shape[-2] - query.shape[-2])
+    return (a @ value) / a.sum(-1, keepdim=True)
+
+
+def linear_attention_step(state, norm, query, key, value):
+    """One decoding step of causal linear attention as an RNN: state (B, h, d, d_v) += φ(k) vᵀ, norm (B, h, d) +=
+    φ(k), y = φ(q)ᵀ state / φ(q)ᵀ norm; query, key (B, h, d), value (B, h, d_v). → (y, state, norm). Start from
+    zeros; the cost of a step does not grow with the number of steps before it."""
+    fq, fk = _phi(inputs.floats(query, "query")), _phi(inputs.floats(key, "key"))
+    state = state + fk[..., :, None] * value[..., None, :]                # (B, h, d, d_v)
+    norm = norm + fk                                                       # (B, h, d)
+    y = (fq[..., None, :] @ state)[..., 0, :] / (fq * norm).sum(-1, keepdim=True)
+    return y, state, norm

@@ -75,3 +75,18 @@ def test_bad_input_is_a_clear_error(framework):
         f(*(_as(framework, x) for x in (q[0], k[0], v[0])))
     with pytest.raises(ShapeError, match="mask"):
         f(*(_as(framework, x) for x in (q, k, v, mask[:, :5])))
+
+
+@pytest.mark.parametrize("framework", ["keras", "pytorch"])
+def test_linear_attention_in_parallel_and_step_by_step(framework):
+    """Both frameworks' linear attention equals the NumPy reference, and decoding it step by step with the
+    recurrent state gives the parallel form's outputs."""
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.normal(size=s).astype("float32") for s in ((2, 3, 6, 4), (2, 3, 6, 4), (2, 3, 6, 5)))
+    module = MODULES[framework]
+    parallel = to_numpy(module.linear_attention(*(_as(framework, x) for x in (q, k, v))))
+    np.testing.assert_allclose(parallel, ref.linear_attention(q, k, v), rtol=1e-5, atol=1e-5)
+    state, norm = _as(framework, np.zeros((2, 3, 4, 5), "float32")), _as(framework, np.zeros((2, 3, 4), "float32"))
+    for t in range(6):
+        y, state, norm = module.linear_attention_step(state, norm, *(_as(framework, x[..., t, :]) for x in (q, k, v)))
+        np.testing.assert_allclose(to_numpy(y), parallel[..., t, :], rtol=1e-5, atol=1e-5)

@@ -88,3 +88,15 @@ def test_a_damaged_checkpoint_or_tokenizer_is_named(tmp_path, stories):
         Tokenizer(good["tok512.bin"], 600)
     with pytest.raises(InputError, match="takes a str"):
         Tokenizer(good["tok512.bin"], 512).encode(b"bytes")
+
+
+def test_linear_attention_is_an_rnn():
+    """Katharopoulos et al.: the causal parallel form (for training) and the recurrent form (for decoding, a d × d_v
+    state and a d-vector carried from step to step) are the same computation."""
+    rng = np.random.default_rng(3)
+    q, k, v = rng.normal(size=(2, 3, 9, 4)), rng.normal(size=(2, 3, 9, 4)), rng.normal(size=(2, 3, 9, 5))
+    np.testing.assert_allclose(ref.linear_attention_recurrent(q, k, v), ref.linear_attention(q, k, v),
+                               rtol=1e-12, atol=1e-12)
+    assert (ref.elu_feature_map(rng.normal(size=100) * 10) > 0).all(), "the feature map is positive"
+    first = ref.linear_attention(q, k, v)[..., 0, :]
+    np.testing.assert_allclose(first, v[..., 0, :], rtol=1e-12), "the first step sees only itself"
