@@ -14,9 +14,11 @@ from torch import nn
 
 from attention_course.ch07_self_attention.torch import MultiHeadAttention, split_heads, visible_keys
 from attention_course.ch10_modern_attention import validate
+from attention_course.ch10_modern_attention.llama2c import Llama2c
 from attention_course.core.torch import inputs
 
-__all__ = ["flash_attention", "GroupedQueryAttention", "linear_attention", "linear_attention_step"]
+__all__ = ["flash_attention", "GroupedQueryAttention", "linear_attention", "linear_attention_step", "RMSNorm", "SwiGLU",
+           "LlamaBlock", "Llama", "load_llama2c"]
 
 
 def flash_attention(query, key, value, mask=None, causal: bool = False, block: int = 64) -> torch.Tensor:
@@ -103,3 +105,98 @@ def linear_attention_step(state, norm, query, key, value):
     norm = norm + fk                                                       # (B, h, d)
     y = (fq[..., None, :] @ state)[..., 0, :] / (fq * norm).sum(-1, keepdim=True)
     return y, state, norm
+
+
+class RMSNorm(nn.Module):
+    """x / √(mean(x²) + eps) · γ: LayerNorm without the mean and the bias (Zhang & Sennrich, 2019), as Llama uses."""
+
+    def __init__(self, d_model: int, eps: float = 1e-5):
+        super().__init__()
+        (d_model,) = validate.sizes(d_model=d_model)
+        self.eps = validate.positive("eps", eps)
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x):
+        # x (B, T, d) → (B, T, d)
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class SwiGLU(nn.Module):
+    """Llama's feed-forward block (Shazeer, 2020): W_2 (silu(W_1 x) ⊙ W_3 x), no biases; W_1's branch gates W_3's."""
+
+    def __init__(self, d_model: int, hidden: int):
+        super().__init__()
+        d_model, hidden = validate.sizes(d_model=d_model, hidden=hidden)
+        self.W_1 = nn.Linear(d_model, hidden, bias=False)
+        self.W_2 = nn.Linear(hidden, d_model, bias=False)
+        self.W_3 = nn.Linear(d_model, hidden, bias=False)
+
+    def forward(self, x):
+        # x (B, T, d) → (B, T, d)
+        return self.W_2(torch.nn.functional.silu(self.W_1(x)) * self.W_3(x))
+
+
+class LlamaBlock(nn.Module):
+    """A pre-norm decoder block of Llama: x + attention(RMSNorm(x)), then + SwiGLU(RMSNorm(·)); the attention is
+    grouped-query with rotary positions and no biases."""
+
+    def __init__(self, d_model: int, heads: int, kv_heads: int, hidden: int, eps: float = 1e-5):
+        super().__init__()
+        self.norm_1 = RMSNorm(d_model, eps)
+        self.attention = GroupedQueryAttention(d_model, heads, kv_heads, bias=False, rotary=True)
+        self.norm_2 = RMSNorm(d_model, eps)
+        self.feed_forward = SwiGLU(d_model, hidden)
+
+    def forward(self, x, return_weights: bool = False):
+        # x (B, T, d) → (B, T, d) [, weights (B, h, T, T)]
+        out = self.attention(self.norm_1(x), causal=True, return_weights=return_weights)
+        attended, weights = out if return_weights else (out, None)
+        x = x + attended
+        x = x + self.feed_forward(self.norm_2(x))
+        return (x, weights) if return_weights else x
+
+
+class Llama(nn.Module):
+    """A decoder-only Llama: token embeddings, ``layers`` ``LlamaBlock`` s, a final RMSNorm, and the embedding
+    table again as the output layer (tied). ids (B, T) → logits (B, T, vocab); with ``return_weights`` also each
+    layer's attention weights (B, h, T, T)."""
+
+    def __init__(self, vocab: int, d_model: int, heads: int, kv_heads: int, layers: int, hidden: int,
+                 max_len: int = 512, eps: float = 1e-5):
+        super().__init__()
+        vocab, layers, self.max_len = validate.sizes(vocab=vocab, layers=layers, max_len=max_len)
+        self.embed = nn.Embedding(vocab, d_model)
+        self.blocks = nn.ModuleList(LlamaBlock(d_model, heads, kv_heads, hidden, eps) for _ in range(layers))
+        self.norm = RMSNorm(d_model, eps)
+
+    def forward(self, ids, return_weights: bool = False):
+        ids = inputs.ids(ids, "ids", self.embed, length=self.max_len)
+        x, weights = self.embed(ids), []                                      # (B, T, d)
+        for block in self.blocks:
+            out = block(x, return_weights=return_weights)
+            x, w = out if return_weights else (out, None)
+            weights.append(w)
+        logits = self.norm(x) @ self.embed.weight.T                           # (B, T, vocab), tied
+        return (logits, weights) if return_weights else logits
+
+
+def load_llama2c(checkpoint: Llama2c) -> Llama:
+    """The course's ``Llama`` holding a llama2.c checkpoint's weights (``llama2c.read_checkpoint``), in eval mode.
+    llama2.c stores matrices (out, in) as ``nn.Linear`` does, and rotates adjacent pairs as Chapter 7's ``rope``."""
+    c, w = checkpoint.config, checkpoint.weights
+    model = Llama(c["vocab_size"], c["dim"], c["n_heads"], c["n_kv_heads"], c["n_layers"], c["hidden_dim"],
+                  c["seq_len"])
+    if not c["shared_classifier"]:
+        raise validate.ConfigError("this checkpoint has its own output layer; the course's Llama ties it to the "
+                                   "embedding")
+    with torch.no_grad():
+        model.embed.weight.copy_(torch.as_tensor(w["token_embedding"]))
+        model.norm.weight.copy_(torch.as_tensor(w["rms_final"]))
+        for i, block in enumerate(model.blocks):
+            block.norm_1.weight.copy_(torch.as_tensor(w["rms_att"][i]))
+            block.norm_2.weight.copy_(torch.as_tensor(w["rms_ffn"][i]))
+            for ours, theirs in (("W_q", "wq"), ("W_k", "wk"), ("W_v", "wv"), ("W_o", "wo")):
+                getattr(block.attention, ours).weight.copy_(torch.as_tensor(w[theirs][i]))
+            for ours, theirs in (("W_1", "w1"), ("W_2", "w2"), ("W_3", "w3")):
+                getattr(block.feed_forward, ours).weight.copy_(torch.as_tensor(w[theirs][i]))
+    return model.eval()
