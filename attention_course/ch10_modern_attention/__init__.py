@@ -1,3 +1,4 @@
-"""Chapter 10, attention in today's language models: ``llama2c.py`` (Karpathy's llama2.c checkpoint and tokenizer,
-read with NumPy), ``reference.py`` (the chapter's computations in plain NumPy: the online softmax, FlashAttention's
-tiled forward pass, a Llama's forward pass)."""
+"""Chapter 10, attention in today's language models: ``torch.py``/``keras.py`` (FlashAttention's tiled forward pass,
+grouped-query attention, linear attention, a Llama), ``llama2c.py`` (Karpathy's llama2.c checkpoint and tokenizer,
+read with NumPy), ``reference.py`` (the chapter's computations in plain NumPy), ``cache.py`` (what a key-value cache
+costs per token, for published model shapes)."""
