@@ -13,14 +13,14 @@ import keras
 import numpy as np
 from keras import layers, ops
 
-from attention_course.ch07_self_attention.keras import MultiHeadAttention, split_heads, visible_keys
+from attention_course.ch07_self_attention.keras import MultiHeadAttention, causal_mask, split_heads, visible_keys
 from attention_course.ch10_modern_attention import validate
 from attention_course.ch10_modern_attention.llama2c import Llama2c
 from attention_course.core.keras import inputs
 from attention_course.core.keras.base import BuildOnCall, Layer, Model
 
 __all__ = ["flash_attention", "GroupedQueryAttention", "linear_attention", "linear_attention_step", "RMSNorm", "SwiGLU",
-           "LlamaBlock", "Llama", "load_llama2c"]
+           "LlamaBlock", "Llama", "load_llama2c", "window_mask"]
 
 
 def flash_attention(query, key, value, mask=None, causal: bool = False, block: int = 64):
@@ -207,3 +207,16 @@ def load_llama2c(checkpoint: Llama2c) -> Llama:
         for ours, theirs in (("W_1", "w1"), ("W_2", "w2"), ("W_3", "w3")):
             getattr(block.feed_forward, ours).set_weights([w[theirs][i].T])
     return model
+
+
+def window_mask(t_q: int, t_k: int | None = None, window: int = 64, sinks: int = 0):
+    """(1, T_q, T_k) bool, True where a query may see a key: sliding-window attention (Longformer; Mistral) lets the
+    query at position p = i + T_k − T_q see the ``window`` keys p − window + 1 … p, and with ``sinks`` also the
+    first ``sinks`` keys of the sequence (StreamingLLM's attention sinks). Stacked, L layers see L · (window − 1)
+    positions back."""
+    t_k = t_q if t_k is None else t_k
+    window, sinks = validate.integer("window", window), validate.integer("sinks", sinks, minimum=0)
+    past = causal_mask(t_q, t_k)                                                   # (1, T_q, T_k)
+    position = np.arange(t_q)[:, None] + (t_k - t_q)                               # (T_q, 1)
+    key = np.arange(t_k)[None, :]                                                   # (1, T_k)
+    return ops.logical_and(past, ((key > position - window) | (key < sinks))[None])

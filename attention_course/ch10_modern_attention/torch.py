@@ -12,13 +12,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from attention_course.ch07_self_attention.torch import MultiHeadAttention, split_heads, visible_keys
+from attention_course.ch07_self_attention.torch import MultiHeadAttention, causal_mask, split_heads, visible_keys
 from attention_course.ch10_modern_attention import validate
 from attention_course.ch10_modern_attention.llama2c import Llama2c
 from attention_course.core.torch import inputs
 
 __all__ = ["flash_attention", "GroupedQueryAttention", "linear_attention", "linear_attention_step", "RMSNorm", "SwiGLU",
-           "LlamaBlock", "Llama", "load_llama2c"]
+           "LlamaBlock", "Llama", "load_llama2c", "window_mask"]
 
 
 def flash_attention(query, key, value, mask=None, causal: bool = False, block: int = 64) -> torch.Tensor:
@@ -200,3 +200,16 @@ def load_llama2c(checkpoint: Llama2c) -> Llama:
             for ours, theirs in (("W_1", "w1"), ("W_2", "w2"), ("W_3", "w3")):
                 getattr(block.feed_forward, ours).weight.copy_(torch.as_tensor(w[theirs][i]))
     return model.eval()
+
+
+def window_mask(t_q: int, t_k: int | None = None, window: int = 64, sinks: int = 0, device=None) -> torch.Tensor:
+    """(1, T_q, T_k) bool, True where a query may see a key: sliding-window attention (Longformer; Mistral) lets the
+    query at position p = i + T_k − T_q see the ``window`` keys p − window + 1 … p, and with ``sinks`` also the
+    first ``sinks`` keys of the sequence (StreamingLLM's attention sinks). Stacked, L layers see L · (window − 1)
+    positions back."""
+    t_k = t_q if t_k is None else t_k
+    window, sinks = validate.integer("window", window), validate.integer("sinks", sinks, minimum=0)
+    past = causal_mask(t_q, t_k, device)                                           # (1, T_q, T_k)
+    position = torch.arange(t_q, device=device)[:, None] + (t_k - t_q)             # (T_q, 1)
+    key = torch.arange(t_k, device=device)[None, :]                                 # (1, T_k)
+    return past & ((key > position - window) | (key < sinks))[None]

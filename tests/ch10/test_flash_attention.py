@@ -90,3 +90,18 @@ def test_linear_attention_in_parallel_and_step_by_step(framework):
     for t in range(6):
         y, state, norm = module.linear_attention_step(state, norm, *(_as(framework, x[..., t, :]) for x in (q, k, v)))
         np.testing.assert_allclose(to_numpy(y), parallel[..., t, :], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("framework", ["keras", "pytorch"])
+def test_the_window_mask_sees_the_recent_keys_and_the_sinks(framework):
+    got = to_numpy(MODULES[framework].window_mask(6, window=3, sinks=1))[0].astype(int)
+    assert got.tolist() == [[1, 0, 0, 0, 0, 0],
+                            [1, 1, 0, 0, 0, 0],
+                            [1, 1, 1, 0, 0, 0],
+                            [1, 1, 1, 1, 0, 0],
+                            [1, 0, 1, 1, 1, 0],
+                            [1, 0, 0, 1, 1, 1]]
+    last = to_numpy(MODULES[framework].window_mask(2, 6, window=2))[0].astype(int)   # two decoding steps, 6 keys
+    assert last.tolist() == [[0, 0, 0, 1, 1, 0], [0, 0, 0, 0, 1, 1]]
+    with pytest.raises(ConfigError, match="window"):
+        MODULES[framework].window_mask(4, window=0)
