@@ -153,9 +153,9 @@ class LlamaBlock(BuildOnCall, Layer):
         self.norm_2 = RMSNorm(d_model, eps)
         self.feed_forward = SwiGLU(d_model, hidden)
 
-    def call(self, x, return_weights: bool = False):
-        # x (B, T, d) → (B, T, d) [, weights (B, h, T, T)]
-        out = self.attention(self.norm_1(x), causal=True, return_weights=return_weights)
+    def call(self, x, mask=None, return_weights: bool = False):
+        # x (B, T, d), mask (B or 1, T, T) of the keys each position may see besides the past → (B, T, d)
+        out = self.attention(self.norm_1(x), mask=mask, causal=True, return_weights=return_weights)
         attended, weights = out if return_weights else (out, None)
         x = x + attended
         x = x + self.feed_forward(self.norm_2(x))
@@ -170,16 +170,18 @@ class Llama(Model):
     def __init__(self, vocab: int, d_model: int, heads: int, kv_heads: int, layers: int, hidden: int,
                  max_len: int = 512, eps: float = 1e-5, **kwargs):
         super().__init__(**kwargs)
+        self.supports_masking = True                  # its mask is an explicit argument, as the course's layers'
         vocab, n_layers, self.max_len = validate.sizes(vocab=vocab, layers=layers, max_len=max_len)
         self.embed = keras.layers.Embedding(vocab, d_model)     # (`layers` is the count here)
         self.blocks = [LlamaBlock(d_model, heads, kv_heads, hidden, eps) for _ in range(n_layers)]
         self.norm = RMSNorm(d_model, eps)
 
-    def call(self, ids, return_weights: bool = False):
+    def call(self, ids, mask=None, return_weights: bool = False):
+        # ids (B, T); mask (B or 1, T, T), e.g. a window_mask: what each position may see besides its past
         ids = inputs.ids(ids, "ids", self.embed, length=self.max_len)
         x, weights = self.embed(ids), []                                      # (B, T, d)
         for block in self.blocks:
-            out = block(x, return_weights=return_weights)
+            out = block(x, mask=mask, return_weights=return_weights)
             x, w = out if return_weights else (out, None)
             weights.append(w)
         logits = ops.matmul(self.norm(x), ops.transpose(self.embed.embeddings))   # (B, T, vocab), tied

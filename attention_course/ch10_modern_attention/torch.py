@@ -147,9 +147,9 @@ class LlamaBlock(nn.Module):
         self.norm_2 = RMSNorm(d_model, eps)
         self.feed_forward = SwiGLU(d_model, hidden)
 
-    def forward(self, x, return_weights: bool = False):
-        # x (B, T, d) → (B, T, d) [, weights (B, h, T, T)]
-        out = self.attention(self.norm_1(x), causal=True, return_weights=return_weights)
+    def forward(self, x, mask=None, return_weights: bool = False):
+        # x (B, T, d), mask (B or 1, T, T) of the keys each position may see besides the past → (B, T, d)
+        out = self.attention(self.norm_1(x), mask=mask, causal=True, return_weights=return_weights)
         attended, weights = out if return_weights else (out, None)
         x = x + attended
         x = x + self.feed_forward(self.norm_2(x))
@@ -169,11 +169,12 @@ class Llama(nn.Module):
         self.blocks = nn.ModuleList(LlamaBlock(d_model, heads, kv_heads, hidden, eps) for _ in range(layers))
         self.norm = RMSNorm(d_model, eps)
 
-    def forward(self, ids, return_weights: bool = False):
+    def forward(self, ids, mask=None, return_weights: bool = False):
+        # ids (B, T); mask (B or 1, T, T), e.g. a window_mask: what each position may see besides its past
         ids = inputs.ids(ids, "ids", self.embed, length=self.max_len)
         x, weights = self.embed(ids), []                                      # (B, T, d)
         for block in self.blocks:
-            out = block(x, return_weights=return_weights)
+            out = block(x, mask=mask, return_weights=return_weights)
             x, w = out if return_weights else (out, None)
             weights.append(w)
         logits = self.norm(x) @ self.embed.weight.T                           # (B, T, vocab), tied

@@ -57,3 +57,23 @@ def test_the_llamas_parts_check_their_arguments(framework):
         module.Llama(32, 16, 4, 3, 1, 24)
     with pytest.raises(CourseError, match="ids"):
         _logits(framework, module.Llama(32, 16, 4, 2, 1, 24, max_len=8), np.full((1, 4), 32))
+
+
+@pytest.mark.parametrize("framework", ["keras", "pytorch"])
+def test_a_window_as_long_as_the_text_changes_nothing_and_a_short_one_does(stories, framework):
+    checkpoint, tokenizer = stories
+    module = MODULES[framework]
+    model = module.load_llama2c(checkpoint)
+    ids = np.array([tokenizer.encode("Once upon a time, there was a little girl named Lily. She loved to play.")])
+    t = ids.shape[1]
+    full = _logits(framework, model, ids)
+    if framework == "pytorch":
+        with torch.no_grad():
+            wide = model(torch.as_tensor(ids), mask=module.window_mask(t, window=t)).numpy()
+            narrow = model(torch.as_tensor(ids), mask=module.window_mask(t, window=4)).numpy()
+    else:
+        wide = to_numpy(model(ids, mask=module.window_mask(t, window=t)))
+        narrow = to_numpy(model(ids, mask=module.window_mask(t, window=4)))
+    np.testing.assert_allclose(wide, full, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(narrow[0, :4], full[0, :4], rtol=1e-5, atol=1e-5)   # the first four see it all
+    assert np.abs(narrow[0, 12:] - full[0, 12:]).max() > 0.1, "later positions lose what left the window"
