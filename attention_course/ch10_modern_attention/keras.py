@@ -13,14 +13,21 @@ import keras
 import numpy as np
 from keras import layers, ops
 
-from attention_course.ch07_self_attention.keras import MultiHeadAttention, causal_mask, split_heads, visible_keys
+from attention_course.ch07_self_attention.keras import (
+    MultiHeadAttention,
+    causal_mask,
+    merge_heads,
+    scaled_dot_product_attention,
+    split_heads,
+    visible_keys,
+)
 from attention_course.ch10_modern_attention import validate
 from attention_course.ch10_modern_attention.llama2c import Llama2c
 from attention_course.core.keras import inputs
 from attention_course.core.keras.base import BuildOnCall, Layer, Model
 
 __all__ = ["flash_attention", "GroupedQueryAttention", "linear_attention", "linear_attention_step", "RMSNorm", "SwiGLU",
-           "LlamaBlock", "Llama", "load_llama2c", "window_mask"]
+           "LlamaBlock", "Llama", "load_llama2c", "window_mask", "MultiHeadLatentAttention"]
 
 
 def flash_attention(query, key, value, mask=None, causal: bool = False, block: int = 64):
@@ -222,3 +229,39 @@ def window_mask(t_q: int, t_k: int | None = None, window: int = 64, sinks: int =
     position = np.arange(t_q)[:, None] + (t_k - t_q)                               # (T_q, 1)
     key = np.arange(t_k)[None, :]                                                   # (1, T_k)
     return ops.logical_and(past, ((key > position - window) | (key < sinks))[None])
+
+
+class MultiHeadLatentAttention(BuildOnCall, Layer):
+    """DeepSeek-V2's multi-head latent attention, without its decoupled rotary key: each token is compressed to one
+    latent vector c = W_dkv x of ``d_latent`` numbers, the only thing a cache keeps; every head's key and value are
+    projected back from it, k_h = W_uk,h c and v_h = W_uv,h c. ``absorbed=True`` computes the same output without
+    forming them: q_hᵀ k_h = (W_uk,hᵀ q_h)ᵀ c, so each query moves into the latent space once, attends over the
+    latent vectors, and W_uv,h is applied to the mixed latent afterwards."""
+
+    def __init__(self, d_model: int, heads: int, d_latent: int, bias: bool = False, **kwargs):
+        super().__init__(**kwargs)
+        validate.heads(d_model, heads)
+        (self.d_latent,) = validate.sizes(d_latent=d_latent)
+        self.d_model, self.heads = d_model, heads
+        self.W_q = layers.Dense(d_model, use_bias=bias)
+        self.W_dkv = layers.Dense(d_latent, use_bias=bias)            # down: token → latent (cached)
+        self.W_uk = layers.Dense(d_model, use_bias=False)             # up: latent → every head's key
+        self.W_uv = layers.Dense(d_model, use_bias=False)             # up: latent → every head's value
+        self.W_o = layers.Dense(d_model, use_bias=bias)
+
+    def call(self, x, mask=None, causal: bool = False, absorbed: bool = False):
+        # x (B, T, d_model) → (B, T, d_model)
+        x = inputs.floats(x, "x")
+        validate.model_width(self, x)
+        q = split_heads(self.W_q(x), self.heads)                                    # (B, h, T, d_head)
+        c = self.W_dkv(x)                                                            # (B, T, d_latent)
+        k, v = split_heads(self.W_uk(c), self.heads), split_heads(self.W_uv(c), self.heads)   # builds W_uk, W_uv
+        if not absorbed:
+            return self.W_o(merge_heads(scaled_dot_product_attention(q, k, v, mask, causal)))
+        d_head = self.d_model // self.heads
+        w_uk = ops.transpose(ops.reshape(self.W_uk.kernel, (self.d_latent, self.heads, d_head)), (1, 2, 0))
+        w_uv = ops.transpose(ops.reshape(self.W_uv.kernel, (self.d_latent, self.heads, d_head)), (1, 2, 0))
+        q_latent = ops.matmul(q, w_uk) * (self.d_latent / d_head) ** 0.5   # (B, h, T, d_latent); scale 1/√d_head
+        c_heads = ops.repeat(c[:, None], self.heads, axis=1)                      # (B, h, T, d_latent), shared
+        mixed = scaled_dot_product_attention(q_latent, c_heads, c_heads, mask, causal)   # (B, h, T, d_latent)
+        return self.W_o(merge_heads(ops.matmul(mixed, ops.swapaxes(w_uv, -1, -2))))   # W_uv,h after the mix
