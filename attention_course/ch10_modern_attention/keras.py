@@ -43,6 +43,8 @@ def flash_attention(query, key, value, mask=None, causal: bool = False, block: i
     (block,) = validate.sizes(block=block)
     t_q, t_k = query.shape[-2], key.shape[-2]
     visible = visible_keys(mask, causal, t_q, t_k)                       # (B or 1, 1, T_q or 1, T_k) or None
+    if visible is not None and mask is not None:                         # a pad's value: 0, as 0 × NaN is NaN
+        value = ops.where(ops.swapaxes(ops.any(visible, axis=-2, keepdims=True), -1, -2), value, 0.0)
     scale = query.shape[-1] ** -0.5
     rows = tuple(ops.shape(query)[:-1])
     m = ops.full((*rows, 1), -np.inf)                                               # (B, h, T_q, 1)
@@ -113,6 +115,7 @@ def linear_attention_step(state, norm, query, key, value):
     """One decoding step of causal linear attention as an RNN: state (B, h, d, d_v) += φ(k) vᵀ, norm (B, h, d) +=
     φ(k), y = φ(q)ᵀ state / φ(q)ᵀ norm; query, key (B, h, d), value (B, h, d_v). → (y, state, norm). Start from
     zeros; the cost of a step does not grow with the number of steps before it."""
+    validate.linear_step(state, norm, query, key, value)
     fq, fk = _phi(inputs.floats(query, "query")), _phi(inputs.floats(key, "key"))
     state = state + fk[..., :, None] * value[..., None, :]                # (B, h, d, d_v)
     norm = norm + fk                                                       # (B, h, d)

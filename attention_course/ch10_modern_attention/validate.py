@@ -1,6 +1,6 @@
-"""Chapter 10's argument checks (``kv_heads``), beside those of Chapter 7 (:mod:`attention_course.ch07_self_attention
-.validate`) and the generic ones of :mod:`attention_course.core.validate`, which this module re-exports: the
-chapter's code says ``validate.…`` for all of them."""
+"""Chapter 10's argument checks (``kv_heads``, ``linear_step``), beside those of Chapter 7
+(:mod:`attention_course.ch07_self_attention.validate`) and the generic ones of :mod:`attention_course.core.validate`,
+which this module re-exports: the chapter's code says ``validate.…`` for all of them."""
 
 from __future__ import annotations
 
@@ -17,3 +17,15 @@ def kv_heads(heads: int, kv_heads: int) -> int:
                           f"group of query heads; choose a divisor of {heads} (1 is multi-query attention, {heads} "
                           "multi-head attention)")
     return kv_heads
+
+
+def linear_step(state, norm, query, key, value) -> None:
+    """One step of linear attention: query and key (B, h, d), value (B, h, d_v), the state (B, h, d, d_v) and the
+    normaliser (B, h, d) carried from the step before (zeros at the start)."""
+    from attention_course.core.errors import ShapeError
+    from attention_course.core.validate import shape_of
+
+    q, k, v, s, z = (shape_of(x) for x in (query, key, value, state, norm))
+    if len(q) != 3 or k != q or len(v) != 3 or v[:2] != q[:2] or s != (*q, v[2]) or z != q:
+        raise ShapeError(f"linear_attention_step takes query and key (B, h, d), value (B, h, d_v), state (B, h, d, "
+                         f"d_v) and norm (B, h, d); got query {q}, key {k}, value {v}, state {s}, norm {z}")
