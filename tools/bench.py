@@ -195,7 +195,9 @@ def main() -> int:
     data = {"name": name, "machine": {**info, "gpu": gpu}, "versions": versions, "repeats": args.repeats,
             "measured": measured, "cases": results}
     args.out.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    from attention_course.core.files import rewrite_file
+
+    rewrite_file(path, json.dumps(data, indent=1) + "\n")          # the earlier file is moved aside
     print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
     return 0
 

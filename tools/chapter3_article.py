@@ -55,7 +55,9 @@ def main() -> None:
         "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(time.time() - (time.perf_counter() - start))),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(old, indent=1) + "\n")
+    from attention_course.core.files import rewrite_file
+
+    rewrite_file(args.out, json.dumps(old, indent=1) + "\n")          # the earlier file is moved aside
     print(article.summary(old["runs"]).round(3).to_string())
     print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
 

@@ -76,8 +76,9 @@ def sizes_with(table: dict[str, dict[str, Any]], size: str, settings: list[str])
 
 def write(out: Path, results: dict[str, Any]) -> None:
     """Write a results file; the tools call it after every model, so an interrupted run keeps what it measured."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+    from attention_course.core.files import rewrite_file  # an earlier file is moved aside, never overwritten
+
+    rewrite_file(out, json.dumps(results, indent=1, ensure_ascii=False) + "\n")
 
 
 def seconds_so_far(checkpoint: Path, started: float) -> float:
@@ -87,7 +88,9 @@ def seconds_so_far(checkpoint: Path, started: float) -> float:
 
     clock = checkpoint.with_name(checkpoint.name + ".seconds")
     seconds = time.perf_counter() - started + (float(clock.read_text()) if clock.exists() else 0.0)
-    clock.write_text(f"{seconds}\n")
+    from attention_course.core.files import rewrite_file
+
+    rewrite_file(clock, f"{seconds}\n")
     return seconds
 
 
@@ -121,8 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("inputs", type=Path, nargs="+")
     args = parser.parse_args(argv)
     merged = merge(args.inputs)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(merged, indent=1, ensure_ascii=False) + "\n")
+    write(args.out, merged)
     print(f"wrote {args.out}: {len(merged['runs'])} runs")
     return 0
 

@@ -104,7 +104,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{PAGE.relative_to(ROOT)} is out of date: run .venv/bin/python tools/measurements.py")
             return 1
         return 0
-    PAGE.write_text(page, encoding="utf-8")
+    from attention_course.core.files import rewrite_file
+
+    rewrite_file(PAGE, page)                                           # the earlier page is moved aside
     print(f"wrote {PAGE.relative_to(ROOT)}")
     return 0
 

@@ -110,7 +110,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _write_table(rows: list[tuple[str, str, str, str, str]], summary: str) -> None:
     """The outcomes as a Markdown table in tools/probes/outcomes.md, written beside it and moved into place."""
-    import os
     import re
     import tempfile
 
@@ -125,14 +124,10 @@ def _write_table(rows: list[tuple[str, str, str, str, str]], summary: str) -> No
              "or a correct result (handled).", "", summary, "",
              "| area | probe | framework | outcome | detail |", "|---|---|---|---|---|"]
     lines += [f"| {a} | {cell(n)} | {f} | {o} | {cell(d)} |" for a, n, f, o, d in rows]
+    from attention_course.core.files import rewrite_file
+
     target = ROOT / "tools" / "probes" / "outcomes.md"
-    fd, part = tempfile.mkstemp(prefix="outcomes.", suffix=".part", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write("\n".join(lines) + "\n")
-        os.replace(part, target)
-    finally:
-        Path(part).unlink(missing_ok=True)
+    rewrite_file(target, "\n".join(lines) + "\n")                 # the earlier table is moved aside
     print(f"wrote {target.relative_to(ROOT)}")
 
 

@@ -53,7 +53,9 @@ def main() -> int:
     summary = "\n".join(failures) or "every claim held for every seed"
     out = ROOT / "_build" / "robustness.md"
     out.parent.mkdir(exist_ok=True)
-    out.write_text(f"{table}\n\n{summary}\n", encoding="utf-8")
+    from attention_course.core.files import rewrite_file
+
+    rewrite_file(out, f"{table}\n\n{summary}\n")                      # an earlier report is moved aside
     print(f"\n{table}\n\n{summary}\n(written to {out.relative_to(ROOT)})")
     return 1 if failures else 0
 

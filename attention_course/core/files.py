@@ -40,7 +40,23 @@ def write_file(target: str | os.PathLike, data: str | bytes) -> Path | None:
     """Write ``data`` (text as UTF-8) to ``target`` through a temporary sibling renamed into place, so that an
     interrupted write leaves nothing half-written. A file already at ``target`` is never overwritten: it is moved
     aside to ``<name>.replaced-<date>-<time>``, whose path is returned (None when nothing was there)."""
-    target = Path(target)
+    return _write(Path(target), data, keep_old=True)
+
+
+_OWN: set[Path] = set()    # the files this process has written with rewrite_file
+
+
+def rewrite_file(target: str | os.PathLike, data: str | bytes) -> Path | None:
+    """``write_file`` for a file that one run writes again and again (a results file after every model, a
+    generated page): the first write in this process moves an earlier file aside, the later ones replace the file
+    this process wrote itself. Returns the path of the file moved aside, if any."""
+    target = Path(target).resolve()
+    old = _write(target, data, keep_old=target not in _OWN)
+    _OWN.add(target)
+    return old
+
+
+def _write(target: Path, data: str | bytes, keep_old: bool) -> Path | None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, part = tempfile.mkstemp(prefix=f"{target.name}.", suffix=".part", dir=target.parent)
     try:
@@ -48,7 +64,7 @@ def write_file(target: str | os.PathLike, data: str | bytes) -> Path | None:
             f.write(data.encode("utf-8") if isinstance(data, str) else data)
         os.chmod(part, 0o644)                                       # mkstemp makes it private; the file is not
         old = None
-        if target.exists() or target.is_symlink():
+        if keep_old and (target.exists() or target.is_symlink()):
             old = aside_name(target)
             os.replace(target, old)
         os.replace(part, target)

@@ -86,3 +86,31 @@ def test_training_never_overwrites_a_file_that_is_not_its_checkpoint(fw, tmp_pat
     with pytest.raises(CheckpointError, match="run.ckpt"):
         fw.fit(model, (x, np.ones_like(x), x), x, epochs=1, batch_size=4, checkpoint=tmp_path / "run.ckpt")
     assert_every_byte_kept(tmp_path, before)
+
+
+def test_a_run_rewrites_its_own_file_and_moves_an_earlier_one_aside_once(tmp_path):
+    """``rewrite_file``, the writer of the results files, tables and pages the tools write again and again (after
+    every model): the first write of a run moves an earlier file aside, the later ones replace the run's own."""
+    from attention_course.core.files import rewrite_file
+
+    before = someone_elses(tmp_path, "results.json")
+    assert rewrite_file(tmp_path / "results.json", "first\n") is not None
+    assert rewrite_file(tmp_path / "results.json", "second\n") is None, "the run's own file is simply replaced"
+    assert (tmp_path / "results.json").read_text() == "second\n"
+    assert len(list(tmp_path.glob("results.json.replaced-*"))) == 1
+    assert_every_byte_kept(tmp_path, before)
+
+
+def test_the_tools_results_writer_keeps_a_users_files(tmp_path):
+    """The chapter tools' results files (``tools/full_run.py``): written over a folder of someone else's files,
+    including a results.json of their own, every byte is still there."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tools import full_run
+
+    before = someone_elses(tmp_path, "results.json")
+    full_run.write(tmp_path / "results.json", {"runs": [1]})
+    full_run.write(tmp_path / "results.json", {"runs": [1, 2]})
+    assert (tmp_path / "results.json").read_text().count("\n") > 1
+    assert_every_byte_kept(tmp_path, before)
