@@ -15,11 +15,11 @@ PY=${PYTHON:-python3}
 test -x "$VENV/bin/python" || "$PY" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
 "$VENV/bin/python" -m pip install -q -c constraints/colab.txt ipywidgets tensorflow keras numpy torch \
-  ipykernel nbclient nbformat pandas altair scikit-learn scipy tqdm requests pyyaml
-before=$("$VENV/bin/python" -m pip freeze | grep -iE '^(ipywidgets|tensorflow|keras|numpy|torch)==' | sort)
+  ipykernel nbclient nbformat pandas altair transformers tokenizers scikit-learn scipy tqdm requests pyyaml
+before=$("$VENV/bin/python" -m pip freeze | grep -iE '^(ipywidgets|tensorflow|keras|numpy|torch|altair|transformers|tokenizers)==' | sort)
 "$VENV/bin/python" -m pip uninstall -q -y attention-course 2>/dev/null || true   # a fresh copy of this checkout
 "$VENV/bin/python" -m pip install -q .          # what the Colab cell does (from this checkout instead of GitHub)
-after=$("$VENV/bin/python" -m pip freeze | grep -iE '^(ipywidgets|tensorflow|keras|numpy|torch)==' | sort)
+after=$("$VENV/bin/python" -m pip freeze | grep -iE '^(ipywidgets|tensorflow|keras|numpy|torch|altair|transformers|tokenizers)==' | sort)
 if [ "$before" != "$after" ]; then
   echo "Installing the package changed Colab's own packages:"; diff <(echo "$before") <(echo "$after") || true; exit 1
 fi
