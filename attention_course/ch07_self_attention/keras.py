@@ -130,15 +130,20 @@ class MultiHeadAttention(BuildOnCall, Layer):
 
     def project(self, query, key=None, value=None, mask=None):
         """Each head's queries (B, h, T_q, d_head), keys and values (B, h, T_k, d_head), and the mask as bool."""
-        key = query if key is None else key
-        value = key if value is None else value
-        query, key, value, mask = inputs.attention(query, key, value, mask)
-        validate.model_width(self, query)
-        key, value = inputs.hide(key, mask), inputs.hide(value, mask)  # hidden keys: zeros (0 × NaN would be NaN)
+        query, key, value, mask = self.prepare(query, key, value, mask)
         q = split_heads(self.W_q(query), self.heads)                  # (B, h, T_q, d_head)
         k = split_heads(self.W_k(key), self.heads)                    # (B, h, T_k, d_head)
         v = split_heads(self.W_v(value), self.heads)                  # (B, h, T_k, d_head)
         return q, k, v, mask
+
+    def prepare(self, query, key=None, value=None, mask=None):
+        """The inputs checked: key defaults to the query, value to the key; float tensors of the model's width; the
+        mask as bool; hidden keys and values set to zero (0 × NaN would be NaN)."""
+        key = query if key is None else key
+        value = key if value is None else value
+        query, key, value, mask = inputs.attention(query, key, value, mask)
+        validate.model_width(self, query)
+        return query, inputs.hide(key, mask), inputs.hide(value, mask), mask
 
     def attend(self, q, k, v, mask=None, causal: bool = False, return_weights: bool = False):
         """Every head attends; the heads are concatenated and mixed by W_o → (B, T_q, d_model) [, weights]."""

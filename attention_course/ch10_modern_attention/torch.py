@@ -77,11 +77,7 @@ class GroupedQueryAttention(MultiHeadAttention):
 
     def project(self, query, key=None, value=None, mask=None):
         """Queries (B, h, T_q, d_head); keys and values (B, h, T_k, d_head), each kv head repeated for its group."""
-        key = query if key is None else key
-        value = key if value is None else value
-        query, key, value, mask = inputs.attention(query, key, value, mask)
-        validate.model_width(self, query)
-        key, value = inputs.hide(key, mask), inputs.hide(value, mask)  # hidden keys: zeros (0 × NaN would be NaN)
+        query, key, value, mask = self.prepare(query, key, value, mask)
         group = self.heads // self.kv_heads
         q = split_heads(self.W_q(query), self.heads)                                   # (B, h, T_q, d_head)
         k = split_heads(self.W_k(key), self.kv_heads).repeat_interleave(group, dim=1)  # (B, h, T_k, d_head)
