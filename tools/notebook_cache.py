@@ -37,7 +37,9 @@ def settings() -> dict[str, str]:
     """The ``COURSE_*`` settings a notebook run depends on, with the course's defaults filled in."""
     found = {k: v for k, v in os.environ.items() if k.startswith("COURSE_") and k not in _NOT_SETTINGS}
     found.setdefault("COURSE_PROFILE", "quick")
-    found.setdefault("COURSE_FRAMEWORKS", "both")
+    from attention_course.notebook.frameworks import DEFAULT
+
+    found.setdefault("COURSE_FRAMEWORKS", DEFAULT)          # what a kernel runs when nothing says (the Makefile: both)
     found.setdefault("COURSE_PROGRESS", "1")
     return found
 
