@@ -16,7 +16,6 @@ from attention_course.core.quiet import quiet_frameworks
 ROOT = Path(__file__).resolve().parents[1]
 quiet_frameworks()
 os.environ.setdefault("COURSE_PROGRESS", "0")
-os.environ.setdefault("COURSE_FRAMEWORKS", "both")    # the notebooks run by nbval, as in the book
 _offline = ROOT.parent / "shared" / "data"
 if "COURSE_DATA_DIR" not in os.environ and _offline.is_dir():
     os.environ["COURSE_DATA_DIR"] = str(_offline)
