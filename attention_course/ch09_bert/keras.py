@@ -12,7 +12,7 @@ Shapes: B batch (sentences), T tokens, h heads, d = d_model. ``mask`` says True 
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 import keras
 import numpy as np
@@ -142,9 +142,9 @@ class SentenceClassifier(Model):
 def built(model: Bert | MaskedLM) -> Bert | MaskedLM:
     """``model`` with its weights created (a Keras layer makes them on its first call): one sentence of two tokens,
     and for a ``MaskedLM`` one position to predict."""
-    masked_lm = isinstance(model, MaskedLM)
-    bert = model.bert if masked_lm else model
-    if not (bert.embeddings.tokens.built and (not masked_lm or model.transform.built)):
+    masked_lm = hasattr(model, "transform")           # a MaskedLM (the package's, or a chapter cell's own class)
+    bert: Any = getattr(model, "bert", model)
+    if not (bert.embeddings.tokens.built and (not masked_lm or cast(Any, model).transform.built)):
         one, real = np.zeros((1, 2), "int32"), np.ones((1, 2), bool)
         model(one, real, np.zeros((1, 1), "int32")) if masked_lm else model(one, real)
     return model

@@ -21,7 +21,7 @@ def pretrained_weights(weights, kind) -> None:
 def wraps(who: str, model, kind, hint: str) -> None:
     """``model`` is the ``kind`` that ``who`` works on (a classifier is built on a ``Bert``, the explanation tests
     read a ``SentenceClassifier``); ``hint`` says what to pass instead."""
-    if not isinstance(model, kind):
+    if kind.__name__ not in {c.__name__ for c in type(model).__mro__}:    # a chapter cell's own class counts too
         raise ConfigError(f"{who} needs a {kind.__name__}; got {type(model).__name__}: {hint}")
 
 
