@@ -273,3 +273,21 @@ def test_head_statistics_measure_what_they_say():
     chart = ac.viz.head_grid(stats.reset_index().assign(layer=1), statistic="statistic", value="value",
                              title="t", description="d")
     assert chart.to_dict()["params"][0]["bind"]["options"] == chapter9.STATISTICS
+
+
+def test_export_and_the_explanation_checks_accept_a_chapter_cells_own_classes():
+    """The chapter's cells define their own ``MaskedLM`` (the same code as the package's, another class object):
+    Keras' ``export_bert`` and the argument checks recognise it by name, not by ``isinstance``."""
+    import inspect
+    import sys
+
+    from attention_course.ch09_bert import validate
+
+    cell = dict(vars(sys.modules[ac.keras.MaskedLM.__module__]))      # the class run again, as a chapter cell does
+    exec(inspect.getsource(ac.keras.MaskedLM), cell)
+    assert not issubclass(cell["MaskedLM"], ac.keras.MaskedLM)
+    model = cell["MaskedLM"](30, 8, 2, 1, 16, max_len=6)
+    assert "cls.predictions.bias" in ac.keras.export_bert(model).weights, "exported with its masked-LM head"
+    validate.wraps("a test", model, ac.keras.MaskedLM, "")
+    with pytest.raises(ConfigError):
+        validate.wraps("a test", model, ac.keras.Bert, "")
