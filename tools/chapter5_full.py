@@ -9,7 +9,10 @@ functions).
     COURSE_DATA_DIR=/path/to/data .venv/bin/python tools/chapter5_full.py --size full   # Multi30k de→en, a GPU
 
 Checkpoints go to build/chapter5/<size>-<framework>-<model>-seed<seed>.ckpt after every epoch; an interrupted
-run started again resumes from them (delete them to start over).
+run started again resumes from them (delete them to start over). ``--weights FILE`` (one model, one seed) saves the
+trained model in float16, the file a chapter loads to show a trained translator::
+
+    tools/chapter5_full.py --size cpu --models Bahdanau --weights bahdanau-cpu.npz
 """
 
 from __future__ import annotations
@@ -65,6 +68,10 @@ def main(argv: list[str] | None = None) -> int:
                 for beta in COVERAGE_BETAS:
                     hyps, found = chapter5.translate(model, data, beam=5, alpha=0.6, beta=beta)
                     run["coverage"].append({"beta": beta, **chapter5.coverage_report(hyps, found, data)})
+            if args.weights:
+                run["weights"] = full_run.save_weights(args.weights, model, {
+                    "command": results["command"], "model": name, "seed": seed, "size": args.size, "sizes": sizes,
+                    "bleu": {b: run[f"beam{b}"]["bleu"] for b in (1, 5)}})
             results["runs"].append(run)
             print(f"{name} seed {seed}: BLEU {run['beam1']['bleu']:.1f} (greedy), {run['beam5']['bleu']:.1f} "
                   f"(beam 5), {seconds:.0f} s", flush=True)

@@ -56,6 +56,10 @@ def main(argv: list[str] | None = None) -> int:
                                       "examples": captions[:5]}
             found = chapter6.correctness(chapter6.teacher_forced_attention(fw, model, data), data.test)
             run["correctness"] = {k: found[k] for k in ("correctness", "chance", "n")}
+            if args.weights:
+                run["weights"] = full_run.save_weights(args.weights, model, {
+                    "command": results["command"], "model": name, "seed": seed, "size": args.size, "sizes": sizes,
+                    "bleu4": {b: run[f"beam{b}"]["BLEU-4"] for b in (1, 3)}})
             results["runs"].append(run)
             print(f"{name} seed {seed}: BLEU-4 {run['beam1']['BLEU-4']:.1f} (greedy), {run['beam3']['BLEU-4']:.1f} "
                   f"(beam 3), correctness {found['correctness']:.3f} (chance {found['chance']:.3f}), "

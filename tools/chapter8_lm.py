@@ -49,7 +49,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--label", default="", help="what the run is, when not the size as defined (kept)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--checkpoints", type=Path, default=ROOT / "build/chapter8")
+    parser.add_argument("--weights", type=Path, help="save the trained model's weights (float16) to this file "
+                        "(PyTorch)")
     args = parser.parse_args(argv)
+    if args.weights and args.framework != "pytorch":
+        parser.error("--weights saves a PyTorch model (both frameworks load it, Keras through "
+                     "core.parity.torch_to_keras): run it with --framework pytorch")
     sizes = sizes_with(args.size, args.set)
 
     from attention_course import data
@@ -85,6 +90,10 @@ def main(argv: list[str] | None = None) -> int:
                "steps": [(e + 1) * steps_per_epoch for e in range(len(history))],
                "best_epoch": history.best_epoch, "history": history.metrics,
                "samples": {str(t): PROMPT + chars.decode(ids) for t, ids in zip(TEMPERATURES, out_ids, strict=True)}}
+    if args.weights:
+        results["weights"] = full_run.save_weights(args.weights, model, {
+            "command": results["command"], "seed": args.seed, "size": args.size, "sizes": sizes,
+            "val_loss": min(history.metrics["val_loss"])})
     out = args.out / f"lm-{args.size}-{args.framework}.json"
     full_run.write(out, results)
     print(f"validation loss {min(history.metrics['val_loss']):.3f} (bigram {results['baselines']['bigram']:.3f}), "

@@ -50,12 +50,17 @@ def arguments(doc: str, sizes: dict[str, Any], models: list[str], out: Path,
     parser.add_argument("--models", default=",".join(models),
                         help="comma-separated model names (default: all): " + "; ".join(models))
     parser.add_argument("--out", type=Path, default=out, help="folder of <size>-<framework>.json")
+    parser.add_argument("--weights", type=Path, help="save the trained model's weights (float16) to this file; "
+                        "one model and one seed, PyTorch")
     args = parser.parse_args(argv)
     args.models = model_names(args.models, models)
     try:
         args.seeds = [int(s) for s in args.seeds.split(",")]
     except ValueError:
         parser.error(f"--seeds must be comma-separated integers, got {args.seeds!r}")
+    if args.weights and (len(args.models) > 1 or len(args.seeds) > 1 or args.framework != "pytorch"):
+        parser.error("--weights saves one trained PyTorch model (both frameworks load it, Keras through "
+                     "core.parity.torch_to_keras): give one --models name, one --seeds value and --framework pytorch")
     from attention_course.notebook import frameworks
 
     frameworks.use(args.framework)
@@ -79,6 +84,30 @@ def write(out: Path, results: dict[str, Any]) -> None:
     from attention_course.core.files import rewrite_file  # an earlier file is moved aside, never overwritten
 
     rewrite_file(out, json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+
+
+def save_weights(path: Path, model, meta: dict[str, Any]) -> dict[str, Any]:
+    """Save a trained PyTorch model's weights as a course checkpoint (``core.checkpoint``: arrays and JSON, no
+    pickle), floating-point arrays in float16, with ``meta`` (what made it: the command, sizes, seed, scores).
+    An earlier file at ``path`` is moved aside, never overwritten. Returns what the results file records of it:
+    its name, size and sha256."""
+    import hashlib
+
+    import numpy as np
+
+    from attention_course.core import checkpoint
+    from attention_course.core.files import aside_name
+
+    arrays = {}
+    for name, tensor in model.state_dict().items():
+        array = tensor.detach().cpu().numpy()
+        arrays[name] = array.astype(np.float16) if np.issubdtype(array.dtype, np.floating) else array
+    path = Path(path)
+    if path.exists():
+        path.rename(aside_name(path))
+    checkpoint.save(path, arrays, {"weights": "float16", **meta})
+    data = path.read_bytes()
+    return {"file": path.name, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
 def seconds_so_far(checkpoint: Path, started: float) -> float:

@@ -1,6 +1,7 @@
 """The command line shared by the chapter results tools (tools/full_run.py): model names that hold commas, the
 framework a run enables, and the merging of results files written by runs in parallel."""
 
+import hashlib
 import json
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 from attention_course.ch05_neural_machine_translation import experiment as chapter5
 from attention_course.ch06_image_captioning import experiment as chapter6
 from attention_course.ch08_transformer import experiment as chapter8
+from attention_course.core import checkpoint
 from attention_course.notebook import frameworks
 from tools import full_run
 
@@ -49,6 +51,14 @@ def _results(path, size, models):
     path.write_text(json.dumps({"command": f"run {' '.join(models)}", "size": size, "framework": "pytorch",
                                 "runs": [{"model": m} for m in models]}))
     return path
+
+
+@pytest.mark.parametrize("argv", [["--models", "Bahdanau,Luong"], ["--seeds", "0,1"], ["--framework", "keras"]])
+def test_weights_are_saved_for_one_pytorch_model_only(tmp_path, argv):
+    with pytest.raises(SystemExit):
+        full_run.arguments("doc", chapter5.SIZES, list(chapter5.MODELS), tmp_path,
+                           ["--models", "Bahdanau", "--weights", str(tmp_path / "w.npz"), *argv])
+    frameworks.use(None)
 
 
 def test_merge_keeps_every_run_and_command(tmp_path):
@@ -124,12 +134,21 @@ def test_chapter8_language_model_tool_trains_and_writes_its_results(tmp_path):
     with pytest.raises(SystemExit, match="--set takes KEY=VALUE"):
         chapter8_lm.sizes_with("quick", ["epoch=2"])
     tiny = ["--size", "quick", "--set", "windows=64", "--set", "epochs=2", "--set", "context=16", "--set",
-            "sample=5", "--set", "val_windows=8", "--out", str(tmp_path), "--checkpoints", str(tmp_path / "ckpt")]
+            "sample=5", "--set", "val_windows=8", "--out", str(tmp_path), "--checkpoints", str(tmp_path / "ckpt"),
+            "--weights", str(tmp_path / "lm.npz")]
+    (tmp_path / "lm.npz").write_text("someone's file")
     try:
         assert chapter8_lm.main(tiny) == 0
     finally:
         frameworks.use(None)
     result = json.loads((tmp_path / "lm-quick-pytorch.json").read_text())
+    # the trained weights: float16, their sha256 in the results, an earlier file moved aside
+    arrays, meta = checkpoint.load(tmp_path / "lm.npz")
+    assert arrays and all(a.dtype == np.float16 for a in arrays.values())
+    assert meta["val_loss"] == min(result["history"]["val_loss"]) and meta["sizes"] == result["sizes"]
+    digest = hashlib.sha256((tmp_path / "lm.npz").read_bytes()).hexdigest()
+    assert result["weights"] == {"file": "lm.npz", "bytes": (tmp_path / "lm.npz").stat().st_size, "sha256": digest}
+    assert [f.read_text() for f in tmp_path.glob("lm.npz.replaced-*")] == ["someone's file"]
     assert result["sizes"]["windows"] == 64 and len(result["history"]["val_loss"]) == 2
     assert result["steps"] == [2, 4] and result["baselines"]["bigram"] < result["baselines"]["unigram"]
     assert set(result["samples"]) == {"0.0", "0.5", "1.0"}
