@@ -62,7 +62,10 @@ def fit(model: keras.Model, inputs, targets, *, epochs: int, batch_size: int = 6
     validate.targets(targets, (n, *logits.shape[1:]), ignore_index)
     optimizer.build(model.trainable_variables)
 
-    @tf.function(reduce_retracing=True)
+    # one trace for every batch, the last and shorter one included: the batch axis is left unknown
+    batch_free = [tf.TensorSpec((None, *np.shape(a)[1:]), tf.as_dtype(np.asarray(a[:1]).dtype)) for a in inputs]
+
+    @tf.function(input_signature=[tuple(batch_free), tf.TensorSpec((None, *np.shape(targets)[1:]), tf.int64)])
     def train_step(xs, y):
         with tf.GradientTape() as tape:
             logits = model(*xs, training=True)
@@ -96,7 +99,7 @@ class _Trainer:
         xs = tuple(tf.convert_to_tensor(a) for a in xs)
         if self.schedule is not None:
             self.optimizer.learning_rate.assign(self.schedule(step))
-        loss, hits, kept = self.train_step(xs, tf.convert_to_tensor(y))
+        loss, hits, kept = self.train_step(xs, tf.convert_to_tensor(np.asarray(y, dtype=np.int64)))
         return float(loss), int(hits), int(kept)
 
     def weights(self) -> list:
