@@ -28,6 +28,7 @@ from attention_course.core.choices import CAPTION_ATTENTION
 from attention_course.core.errors import ConfigError, ShapeError
 from attention_course.core.keras import inputs
 from attention_course.core.keras.base import BuildOnCall, Layer, Model
+from attention_course.core.keras.train import any_batch
 from attention_course.core.text import PAD
 from attention_course.core.train import History
 
@@ -278,8 +279,8 @@ class CaptionerTrainer:
             expect = self.rng.random(len(y)) < self.expect_share
         else:
             expect = np.zeros(len(y), bool)
-        ce_sum, right, words, reward = self.train_step(
-            tf.convert_to_tensor(images), tf.convert_to_tensor(tokens_in), tf.convert_to_tensor(y),
+        ce_sum, right, words, reward = any_batch(
+            self.train_step, tf.convert_to_tensor(images), tf.convert_to_tensor(tokens_in), tf.convert_to_tensor(y),
             None if noise is None else tf.convert_to_tensor(noise), tf.convert_to_tensor(expect),
             tf.constant(self.baseline, "float32"))
         if hard and not expect.all():
@@ -441,7 +442,7 @@ class GlimpseTrainer:
         pass                                                         # Keras layers take training= at each call
 
     def step(self, xs, y, step: int) -> tuple[float, int, int]:
-        loss, right = self.train_step(tf.convert_to_tensor(xs[0]), tf.convert_to_tensor(y))
+        loss, right = any_batch(self.train_step, tf.convert_to_tensor(xs[0]), tf.convert_to_tensor(y))
         return float(loss), int(right), len(y)
 
 

@@ -22,6 +22,20 @@ def device() -> str:
     return "/GPU:0" if tf.config.list_physical_devices("GPU") else "/CPU:0"
 
 
+def any_batch(step, *args):
+    """Call the compiled ``step`` (a ``tf.function``) on ``args``, tracing it the first time for any batch size:
+    the trace takes each tensor's shape with the batch axis (axis 0) unknown, so every later batch, the shorter
+    last one included, runs that one graph instead of tracing the whole model again. ``None`` arguments stay
+    ``None``; scalars keep their shape."""
+    if not getattr(step, "_course_any_batch", False):
+        def spec(x):
+            return x if x is None or not x.shape.rank else tf.TensorSpec((None, *x.shape[1:]), x.dtype)
+
+        step.get_concrete_function(*[tf.nest.map_structure(spec, a) if a is not None else None for a in args])
+        step._course_any_batch = True
+    return step(*args)
+
+
 def _masked_loss_and_hits(y, logits, ignore_index, label_smoothing=0.0):
     keep = tf.ones_like(y, dtype=tf.bool) if ignore_index is None else tf.not_equal(y, ignore_index)
     # an ignored target may lie outside [0, classes) (−1, −100): give the loss a valid class, then drop it
@@ -62,10 +76,7 @@ def fit(model: keras.Model, inputs, targets, *, epochs: int, batch_size: int = 6
     validate.targets(targets, (n, *logits.shape[1:]), ignore_index)
     optimizer.build(model.trainable_variables)
 
-    # one trace for every batch, the last and shorter one included: the batch axis is left unknown
-    batch_free = [tf.TensorSpec((None, *np.shape(a)[1:]), tf.as_dtype(np.asarray(a[:1]).dtype)) for a in inputs]
-
-    @tf.function(input_signature=[tuple(batch_free), tf.TensorSpec((None, *np.shape(targets)[1:]), tf.int64)])
+    @tf.function
     def train_step(xs, y):
         with tf.GradientTape() as tape:
             logits = model(*xs, training=True)
@@ -99,7 +110,7 @@ class _Trainer:
         xs = tuple(tf.convert_to_tensor(a) for a in xs)
         if self.schedule is not None:
             self.optimizer.learning_rate.assign(self.schedule(step))
-        loss, hits, kept = self.train_step(xs, tf.convert_to_tensor(np.asarray(y, dtype=np.int64)))
+        loss, hits, kept = any_batch(self.train_step, xs, tf.convert_to_tensor(np.asarray(y, dtype=np.int64)))
         return float(loss), int(hits), int(kept)
 
     def weights(self) -> list:
