@@ -178,7 +178,9 @@ class Llama(Model):
         super().__init__(**kwargs)
         self.supports_masking = True                  # its mask is an explicit argument, as the course's layers'
         vocab, n_layers, self.max_len = validate.sizes(vocab=vocab, layers=layers, max_len=max_len)
-        self.embed = keras.layers.Embedding(vocab, d_model)     # (`layers` is the count here)
+        # as llama2.c, N(0, 0.02): with N(0, 1) rows the tied logits start √d_model times too large
+        self.embed = keras.layers.Embedding(vocab, d_model,     # (`layers` is the count here)
+                                            embeddings_initializer=keras.initializers.RandomNormal(stddev=0.02))
         self.blocks = [LlamaBlock(d_model, heads, kv_heads, hidden, eps) for _ in range(n_layers)]
         self.norm = RMSNorm(d_model, eps)
 

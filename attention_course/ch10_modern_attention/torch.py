@@ -172,6 +172,7 @@ class Llama(nn.Module):
         super().__init__()
         vocab, layers, self.max_len = validate.sizes(vocab=vocab, layers=layers, max_len=max_len)
         self.embed = nn.Embedding(vocab, d_model)
+        nn.init.normal_(self.embed.weight, std=0.02)     # as llama2.c: N(0, 1) rows make tied logits ~√d too large
         self.blocks = nn.ModuleList(LlamaBlock(d_model, heads, kv_heads, hidden, eps) for _ in range(layers))
         self.norm = RMSNorm(d_model, eps)
 

@@ -1,0 +1,53 @@
+"""Chapter 10's trained comparison: the same small decoder-only Llama on Tiny Shakespeare's characters with
+multi-head (MHA), grouped-query (GQA) and multi-query (MQA) attention, trained on the same windows for the same
+number of steps, over seeds: the validation loss against what each keeps in its key-value cache per token, the
+trade-off of Ainslie et al.'s GQA paper in miniature. The notebook trains the quick size; ``tools/chapter10_full.py``
+the full size on a GPU. Importing this module loads no framework."""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+from attention_course.ch08_transformer import experiment as chapter8
+from attention_course.ch10_modern_attention.cache import CacheShape
+from attention_course.core.errors import ConfigError
+from attention_course.notebook import session
+
+__all__ = ["SIZES", "VARIANTS", "kv_heads", "build", "train", "cache_numbers"]
+
+SIZES: dict[str, dict[str, Any]] = {
+    "quick": {"d_model": 64, "heads": 4, "layers": 2, "hidden": 176, "context": 64, "windows": 2048, "epochs": 3,
+              "val_windows": 256, "batch_size": 32, "lr": 3e-3},
+    "full": {"d_model": 256, "heads": 8, "layers": 6, "hidden": 688, "context": 256, "windows": 16_000,
+             "epochs": 6, "val_windows": 2000, "batch_size": 64, "lr": 1e-3},
+}
+VARIANTS = ("MHA", "GQA", "MQA")       # every head its own keys and values; heads / 4 groups (at least 2); one
+
+
+def kv_heads(variant: str, heads: int) -> int:
+    """How many key-value heads ``variant`` gives a model of ``heads`` query heads."""
+    if variant not in VARIANTS:
+        raise ConfigError(f"variant must be one of {', '.join(VARIANTS)}; got {variant!r}")
+    return {"MHA": heads, "GQA": max(2, heads // 4), "MQA": 1}[variant]
+
+
+def build(fw: ModuleType, vocab: int, sizes: dict[str, Any], variant: str, seed: int = 0):
+    """A ``Llama`` of framework ``fw`` (``ac.torch`` or ``ac.keras``) with ``variant``'s key-value heads, seeded."""
+    session.seed_everything(seed)
+    return fw.Llama(vocab, sizes["d_model"], sizes["heads"], kv_heads(variant, sizes["heads"]), sizes["layers"],
+                    sizes["hidden"], max_len=sizes["context"])
+
+
+def train(fw: ModuleType, model, data: chapter8.Characters, sizes: dict[str, Any], *, seed: int = 0,
+          checkpoint=None, desc: str | None = None):
+    """Chapter 8's training of a character model: the same random windows for every variant of a seed, the same
+    validation windows for all; the weights of the best epoch kept. Returns the history."""
+    return chapter8.train_lm(fw, model, data, sizes, seed=seed, checkpoint=checkpoint, desc=desc)
+
+
+def cache_numbers(sizes: dict[str, Any], variant: str) -> int:
+    """Numbers the key-value cache keeps per token, over all layers, for ``variant`` at ``sizes``."""
+    heads = sizes["heads"]
+    return CacheShape(variant, "MHA" if variant == "MHA" else "GQA", sizes["layers"], heads,
+                      kv_heads(variant, heads), sizes["d_model"] // heads).numbers_per_token

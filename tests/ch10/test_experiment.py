@@ -1,0 +1,57 @@
+"""Chapter 10's trained comparison (experiment.py): the variants' key-value heads and cache sizes, the models they
+build in both frameworks, and a tiny training run; and its results tool."""
+
+import json
+
+import numpy as np
+import pytest
+
+import attention_course as ac
+from attention_course.ch08_transformer import experiment as c8
+from attention_course.ch10_modern_attention import experiment as c10
+from attention_course.core.errors import ConfigError
+from attention_course.notebook import frameworks
+
+pytestmark = pytest.mark.chapter(10)
+TINY = {**c10.SIZES["quick"], "d_model": 16, "heads": 8, "layers": 1, "hidden": 24, "context": 16, "windows": 64,
+        "epochs": 2, "val_windows": 16, "batch_size": 16}
+
+
+def test_the_variants_share_keys_and_values_among_more_and_more_heads():
+    assert [c10.kv_heads(v, 8) for v in c10.VARIANTS] == [8, 2, 1]
+    assert [c10.kv_heads(v, 4) for v in c10.VARIANTS] == [4, 2, 1]
+    # per token and layer: a key and a value for each key-value head, d_head numbers each
+    assert [c10.cache_numbers(TINY, v) for v in c10.VARIANTS] == [2 * 8 * 2, 2 * 2 * 2, 2 * 1 * 2]
+    with pytest.raises(ConfigError, match="variant must be one of MHA, GQA, MQA; got 'MLA'"):
+        c10.kv_heads("MLA", 8)
+
+
+@pytest.mark.parametrize("fw", [ac.torch, ac.keras], ids=["pytorch", "keras"])
+def test_each_variant_builds_a_llama_whose_key_value_projections_shrink(fw):
+    sizes = {}
+    for variant in c10.VARIANTS:
+        model = c10.build(fw, 30, TINY, variant, seed=0)
+        assert tuple(model(np.zeros((2, 5), dtype=np.int64)).shape) == (2, 5, 30)        # (B, T, vocab)
+        attention = model.blocks[0].attention
+        sizes[variant] = int(np.prod(np.shape(attention.W_k.weight if fw is ac.torch else attention.W_k.kernel)))
+    d_head = TINY["d_model"] // TINY["heads"]
+    assert sizes == {v: TINY["d_model"] * c10.kv_heads(v, TINY["heads"]) * d_head for v in c10.VARIANTS}
+
+
+def test_a_tiny_run_learns_and_the_tool_writes_its_results(tmp_path, monkeypatch):
+    chars = c8.characters(ac.data.load_tinyshakespeare()[:20_000])
+    model = c10.build(ac.torch, len(chars.vocabulary), TINY, "GQA", seed=0)
+    history = c10.train(ac.torch, model, chars, TINY, seed=0)
+    assert len(history["val_loss"]) == 2 and history["val_loss"][-1] < np.log(len(chars.vocabulary))
+
+    from tools import chapter10_full
+
+    monkeypatch.setitem(c10.SIZES, "quick", TINY)
+    monkeypatch.setattr(chapter10_full, "ROOT", tmp_path)
+    try:
+        assert chapter10_full.main(["--size", "quick", "--models", "MHA,MQA", "--out", str(tmp_path)]) == 0
+    finally:
+        frameworks.use(None)
+    runs = json.loads((tmp_path / "quick-pytorch.json").read_text())["runs"]
+    assert [(r["model"], r["kv_heads"], r["cache_numbers_per_token"]) for r in runs] == [("MHA", 8, 32), ("MQA", 1, 4)]
+    assert all(len(r["history"]["val_loss"]) == 2 and r["best_val_loss"] > 0 for r in runs)
