@@ -32,7 +32,7 @@ _LAZY = {
     **{name: f"{__name__}.{name}" for name in ("torch", "keras", "exercises", "data", "viz", "bench")},
     "checks": f"{__name__}.exercises",          # the exercise checkers' old name, kept for learners' code
     **{name: f"{__name__}.core.{name}" for name in ("errors", "metrics", "parity", "results", "text", "train",
-                                                      "decode")},
+                                                      "decode", "trained")},
     **{name: f"{__name__}.notebook.{name}" for name in ("assign", "frameworks", "profile", "session", "widgets")},
     "scale": f"{__name__}.notebook.profile",   # the profile's old name, kept for learners' code
     "translation_metrics": f"{__name__}.ch05_neural_machine_translation.metrics",
@@ -40,7 +40,7 @@ _LAZY = {
 
 if TYPE_CHECKING:  # pragma: no cover
     from attention_course import bench, data, exercises, keras, torch, viz  # noqa: F401
-    from attention_course.core import decode, errors, metrics, parity, results, text, train  # noqa: F401
+    from attention_course.core import decode, errors, metrics, parity, results, text, train, trained  # noqa: F401
     from attention_course.notebook import assign, frameworks, profile, session, widgets  # noqa: F401
 
 

@@ -56,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
                                       "examples": captions[:5]}
             found = chapter6.correctness(chapter6.teacher_forced_attention(fw, model, data), data.test)
             run["correctness"] = {k: found[k] for k in ("correctness", "chance", "n")}
-            if args.weights:
+            if args.weights:                          # the words of its ids, to caption other scenes
+                results["vocabulary"] = data.vocab.tokens
                 run["weights"] = full_run.save_weights(args.weights, model, {
                     "command": results["command"], "model": name, "seed": seed, "size": args.size, "sizes": sizes,
                     "bleu4": {b: run[f"beam{b}"]["BLEU-4"] for b in (1, 3)}})

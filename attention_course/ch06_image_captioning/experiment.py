@@ -29,7 +29,7 @@ from attention_course.core.errors import ConfigError, ShapeError
 from attention_course.core.text import BOS, EOS, PAD, Vocab, pad_batch
 from attention_course.notebook import session
 
-__all__ = ["SIZES", "MODELS", "CaptionData", "corpus", "build", "train", "caption", "bleu_scores",
+__all__ = ["SIZES", "MODELS", "CaptionData", "corpus", "in_vocabulary", "build", "train", "caption", "bleu_scores",
            "teacher_forced_attention", "correctness", "ESTIMATORS", "attention_gradients", "relative_variance",
            "parameters", "flickr8k_available", "FeatureSplit", "FeatureData", "flickr8k_corpus",
            "GLIMPSES", "cluttered", "classify", "window_mass", "glimpse_correctness", "seed_table"]
@@ -122,6 +122,20 @@ def corpus(sizes: dict[str, Any], seed: int = 0) -> CaptionData:
     test = digit_scenes(sizes["n_test"], split="test", canvas=sizes["canvas"], seed=seed + 10_000)
     vocab = Vocab.build([c.split() for c in train.captions])
     return CaptionData(train, test, vocab, *_same_width(*_ids(train, vocab), *_ids(test, vocab)))
+
+
+def in_vocabulary(data: CaptionData, tokens: list[str]) -> CaptionData:
+    """The same scenes with their captions as ids of another vocabulary: ``tokens`` in id order, the specials first
+    (``Vocab.tokens``, which a trained captioner's record keeps), so that a model trained on other scenes reads
+    and writes these. A word of the captions that ``tokens`` lacks raises ``ConfigError``."""
+    vocab = Vocab(tokens)
+    if vocab.tokens != list(tokens):
+        raise ConfigError(f"the vocabulary must start with {vocab.tokens[:4]} and hold each word once; got "
+                          f"{list(tokens)[:6]}…")
+    missing = sorted({w for c in data.train.captions + data.test.captions for w in c.split()} - set(tokens))
+    if missing:
+        raise ConfigError(f"the vocabulary lacks words of these captions: {missing}")
+    return CaptionData(data.train, data.test, vocab, *_same_width(*_ids(data.train, vocab), *_ids(data.test, vocab)))
 
 
 class _Rows:

@@ -26,7 +26,25 @@ from attention_course.ch08_transformer.keras import *  # noqa: F403, E402  (Chap
 from attention_course.ch08_transformer.keras import __all__ as _ch08  # noqa: E402
 from attention_course.ch09_bert.keras import *  # noqa: F403, E402  (Chapter 9)
 from attention_course.ch09_bert.keras import __all__ as _ch09  # noqa: E402
+from attention_course.ch10_modern_attention.keras import *  # noqa: F403, E402  (Chapter 10)
+from attention_course.ch10_modern_attention.keras import __all__ as _ch10  # noqa: E402
 from attention_course.core.keras.train import accuracy, device, evaluate_loss, fit, predict  # noqa: E402
 
-__all__ = ["fit", "predict", "accuracy", "device", "evaluate_loss",
-           *_ch01, *_ch02, *_ch03, *_ch04, *_ch05, *_ch06, *_ch07, *_ch08, *_ch09]
+__all__ = ["fit", "predict", "accuracy", "device", "evaluate_loss", "load_trained",
+           *_ch01, *_ch02, *_ch03, *_ch04, *_ch05, *_ch06, *_ch07, *_ch08, *_ch09, *_ch10]
+
+
+def load_trained(build, arrays, example_inputs):
+    """A Keras model holding a trained model's ``arrays`` (``ac.trained.load``, PyTorch's parameter names):
+    ``build(ac.keras)`` makes it with the sizes its record gives, built on ``example_inputs`` (a tuple of arrays);
+    a PyTorch twin, ``build(ac.torch)``, takes the arrays and ``core.parity.torch_to_keras`` copies them over, the
+    conversion the parity tests check."""
+    import sys
+
+    from attention_course import torch as course_torch
+    from attention_course.core.parity import torch_to_keras
+
+    twin = course_torch.load_trained(build, arrays)
+    model = build(sys.modules[__name__])
+    torch_to_keras(twin, model, example_inputs)
+    return model

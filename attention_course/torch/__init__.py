@@ -22,7 +22,19 @@ from attention_course.ch08_transformer.torch import *  # noqa: F403  (Chapter 8)
 from attention_course.ch08_transformer.torch import __all__ as _ch08
 from attention_course.ch09_bert.torch import *  # noqa: F403  (Chapter 9)
 from attention_course.ch09_bert.torch import __all__ as _ch09
+from attention_course.ch10_modern_attention.torch import *  # noqa: F403  (Chapter 10)
+from attention_course.ch10_modern_attention.torch import __all__ as _ch10
 from attention_course.core.torch.train import accuracy, device, evaluate_loss, fit, predict
 
-__all__ = ["fit", "predict", "accuracy", "device", "evaluate_loss",
-           *_ch01, *_ch02, *_ch03, *_ch04, *_ch05, *_ch06, *_ch07, *_ch08, *_ch09]
+__all__ = ["fit", "predict", "accuracy", "device", "evaluate_loss", "load_trained",
+           *_ch01, *_ch02, *_ch03, *_ch04, *_ch05, *_ch06, *_ch07, *_ch08, *_ch09, *_ch10]
+
+
+def load_trained(build, arrays, example_inputs=None):
+    """A PyTorch model holding a trained model's ``arrays`` (``ac.trained.load``), in evaluation mode:
+    ``build(ac.torch)`` makes it, untrained, with the sizes its record gives. ``example_inputs`` is Keras'."""
+    import sys
+
+    from attention_course.core.trained import into_torch
+
+    return into_torch(build(sys.modules[__name__]), arrays)
