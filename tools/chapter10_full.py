@@ -57,10 +57,7 @@ def main(argv: list[str] | None = None) -> int:
                    "cache_numbers_per_token": chapter10.cache_numbers(sizes, variant),
                    "parameters": parameters(model), "train_seconds": seconds, "best_epoch": history.best_epoch,
                    "best_val_loss": min(history.metrics["val_loss"]), "history": history.metrics}
-            if args.weights:
-                run["weights"] = full_run.save_weights(args.weights, model, {
-                    "command": results["command"], "model": variant, "seed": seed, "size": args.size,
-                    "sizes": sizes, "val_loss": run["best_val_loss"]})
+            full_run.save_run_weights(args, model, results, run, val_loss=run["best_val_loss"])
             results["runs"].append(run)
             print(f"{variant} seed {seed}: validation loss {run['best_val_loss']:.3f}, "
                   f"{run['cache_numbers_per_token']} cached numbers per token, {seconds:.0f} s", flush=True)

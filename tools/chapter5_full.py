@@ -68,10 +68,7 @@ def main(argv: list[str] | None = None) -> int:
                 for beta in COVERAGE_BETAS:
                     hyps, found = chapter5.translate(model, data, beam=5, alpha=0.6, beta=beta)
                     run["coverage"].append({"beta": beta, **chapter5.coverage_report(hyps, found, data)})
-            if args.weights:
-                run["weights"] = full_run.save_weights(args.weights, model, {
-                    "command": results["command"], "model": name, "seed": seed, "size": args.size, "sizes": sizes,
-                    "bleu": {b: run[f"beam{b}"]["bleu"] for b in (1, 5)}})
+            full_run.save_run_weights(args, model, results, run, bleu={b: run[f"beam{b}"]["bleu"] for b in (1, 5)})
             results["runs"].append(run)
             print(f"{name} seed {seed}: BLEU {run['beam1']['bleu']:.1f} (greedy), {run['beam5']['bleu']:.1f} "
                   f"(beam 5), {seconds:.0f} s", flush=True)

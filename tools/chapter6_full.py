@@ -58,9 +58,7 @@ def main(argv: list[str] | None = None) -> int:
             run["correctness"] = {k: found[k] for k in ("correctness", "chance", "n")}
             if args.weights:                          # the words of its ids, to caption other scenes
                 results["vocabulary"] = data.vocab.tokens
-                run["weights"] = full_run.save_weights(args.weights, model, {
-                    "command": results["command"], "model": name, "seed": seed, "size": args.size, "sizes": sizes,
-                    "bleu4": {b: run[f"beam{b}"]["BLEU-4"] for b in (1, 3)}})
+            full_run.save_run_weights(args, model, results, run, bleu4={b: run[f"beam{b}"]["BLEU-4"] for b in (1, 3)})
             results["runs"].append(run)
             print(f"{name} seed {seed}: BLEU-4 {run['beam1']['BLEU-4']:.1f} (greedy), {run['beam3']['BLEU-4']:.1f} "
                   f"(beam 3), correctness {found['correctness']:.3f} (chance {found['chance']:.3f}), "

@@ -104,10 +104,8 @@ def main(argv: list[str] | None = None) -> int:
                                              batch_size=1000)
                 run[f"beam{beam}"] = {**chapter5.evaluate(hyps, data), "decode_seconds": time.perf_counter() - start,
                                       "examples": hyps[:5]}
-            if args.weights:
-                run["weights"] = full_run.save_weights(args.weights, model, {
-                    "command": results["command"], "model": name, "seed": seed, "size": args.size, "sizes": sizes,
-                    "data": data_sizes, "bleu": {b: run[f"beam{b}"]["bleu"] for b in (1, 5)}})
+            full_run.save_run_weights(args, model, results, run, data=data_sizes,
+                                      bleu={b: run[f"beam{b}"]["bleu"] for b in (1, 5)})
             results["runs"].append(run)
             print(f"{name} seed {seed}: BLEU {run['beam1']['bleu']:.1f} (greedy), {run['beam5']['bleu']:.1f} "
                   f"(beam 5), {seconds:.0f} s", flush=True)

@@ -110,6 +110,15 @@ def save_weights(path: Path, model, meta: dict[str, Any]) -> dict[str, Any]:
     return {"file": path.name, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
+def save_run_weights(args, model, results: dict[str, Any], run: dict[str, Any], **scores: Any) -> None:
+    """With ``--weights``, save ``run``'s trained model (:func:`save_weights`), the command, sizes and ``scores``
+    inside the file, and record the file in ``run``."""
+    if args.weights:
+        run["weights"] = save_weights(args.weights, model, {
+            "command": results["command"], "model": run["model"], "seed": run["seed"], "size": args.size,
+            "sizes": results["sizes"], **scores})
+
+
 def seconds_so_far(checkpoint: Path, started: float) -> float:
     """Training seconds since ``started`` (``time.perf_counter()``) plus those of earlier runs resumed from
     ``checkpoint``, kept beside it in ``<checkpoint>.seconds`` (updated here)."""

@@ -9,6 +9,7 @@ import pytest
 import attention_course as ac
 from attention_course.ch08_transformer import experiment as c8
 from attention_course.ch10_modern_attention import experiment as c10
+from attention_course.core import checkpoint
 from attention_course.core.errors import ConfigError
 from attention_course.notebook import frameworks
 
@@ -50,8 +51,19 @@ def test_a_tiny_run_learns_and_the_tool_writes_its_results(tmp_path, monkeypatch
     monkeypatch.setattr(chapter10_full, "ROOT", tmp_path)
     try:
         assert chapter10_full.main(["--size", "quick", "--models", "MHA,MQA", "--out", str(tmp_path)]) == 0
+        assert chapter10_full.main(["--size", "quick", "--models", "GQA", "--out", str(tmp_path / "one"),
+                                    "--weights", str(tmp_path / "one" / "gqa.npz")]) == 0
     finally:
         frameworks.use(None)
     runs = json.loads((tmp_path / "quick-pytorch.json").read_text())["runs"]
     assert [(r["model"], r["kv_heads"], r["cache_numbers_per_token"]) for r in runs] == [("MHA", 8, 32), ("MQA", 1, 4)]
     assert all(len(r["history"]["val_loss"]) == 2 and r["best_val_loss"] > 0 for r in runs)
+    # --weights: the trained model in float16, loadable into a model of the recorded sizes, named in the results
+    one = json.loads((tmp_path / "one" / "quick-pytorch.json").read_text())
+    (run,) = one["runs"]
+    arrays, _ = checkpoint.load(tmp_path / "one" / "gqa.npz")
+    assert run["weights"]["file"] == "gqa.npz" and all(a.dtype == np.float16 for a in arrays.values())
+    vocab = one["characters"]["vocabulary"]
+    model = ac.torch.load_trained(lambda fw: c10.build(fw, vocab, TINY, "GQA"), {k: v.astype(np.float32)
+                                                                                for k, v in arrays.items()})
+    assert sum(p.numel() for p in model.parameters()) == run["parameters"]
