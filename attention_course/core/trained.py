@@ -15,8 +15,6 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tempfile
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -37,19 +35,6 @@ def _record_weights(record: dict, name: str) -> dict:
     return found[0]
 
 
-def _read_bytes(path: str, timeout: float) -> bytes:
-    for copy in results.local_copies(path):
-        if copy.is_file():
-            return copy.read_bytes()
-    try:
-        with urllib.request.urlopen(results.URL + path, timeout=timeout) as response:
-            return response.read()
-    except (urllib.error.URLError, OSError) as err:
-        looked = ", ".join(str(p) for p in results.local_copies(path))
-        raise ResultsUnavailableError(f"{path}: not found here ({looked}) nor online at {results.URL + path} "
-                                      f"({err})") from err
-
-
 def load(name: str, *, timeout: float = 60.0) -> tuple[dict, dict[str, np.ndarray]]:
     """``(record, arrays)`` of the trained model ``name`` (``"<chapter>/checkpoints/<model>"``, relative to the
     book's folder): the JSON record of the run that made it and its weights as float32 arrays, by parameter name.
@@ -59,7 +44,7 @@ def load(name: str, *, timeout: float = 60.0) -> tuple[dict, dict[str, np.ndarra
     expected = _record_weights(record, name)
     folder = name.rsplit("/", 1)[0]
     path = f"{folder}/{expected['file']}"
-    data = _read_bytes(path, timeout)
+    data = results.read(path, timeout=timeout)
     _check(path, data, expected["sha256"], name)
     with tempfile.TemporaryDirectory() as tmp:             # np.load reads a file; it goes with the folder
         (Path(tmp) / "weights.npz").write_bytes(data)
@@ -86,7 +71,7 @@ def folder(name: str, *, timeout: float = 60.0) -> Path:
     target = Path(tempfile.mkdtemp(prefix=name.rsplit("/", 1)[-1] + "-"))
     try:                                                   # all the files or none: no half a model left behind
         for file, expected in files.items():
-            data = _read_bytes(f"{name}/{file}", timeout)
+            data = results.read(f"{name}/{file}", timeout=timeout)
             _check(f"{name}/{file}", data, expected, name)
             (target / file).write_bytes(data)
     except BaseException:
