@@ -251,14 +251,22 @@ class Translator(Model):
         h, mask, summary, s = self.encoder(src, src_mask)
         tgt_in = inputs.ids(tgt_in, "tgt_in", self.decoder.embed)    # (B, T) ids
         validate.same_batch(src=validate.shape_of(h)[:2], tgt_in=validate.shape_of(tgt_in))
-        state, memory = (s, ops.zeros_like(s)), (h, mask, summary, self.decoder.keys(h))
-        logits, weights = [], []
-        for t in range(tgt_in.shape[1]):
+        memory = (h, mask, summary, self.decoder.keys(h))
+        steps = ops.shape(tgt_in)[1]
+        # a graph loop (PyTorch's twin uses a Python one): the compiled training step holds one copy of the
+        # decoder step, not T copies, which keeps Keras' graph, its memory and its tracing time small
+        logits = tf.TensorArray(self.compute_dtype, size=steps)      # T × (B, V)
+        weights = tf.TensorArray(self.compute_dtype, size=steps)     # T × (B, S)
+
+        def step(t, state, logits, weights):
             step_logits, state, alpha = self.decoder(tgt_in[:, t], state, memory)
-            logits.append(step_logits)
-            weights.append(alpha if alpha is not None else ops.zeros(ops.shape(h)[:2]))
-        logits = ops.stack(logits, axis=1)                           # (B, T, V)
-        return (logits, ops.stack(weights, axis=1)) if return_weights else logits
+            alpha = alpha if alpha is not None else ops.zeros(ops.shape(h)[:2])
+            return t + 1, state, logits.write(t, step_logits), weights.write(t, alpha)
+
+        _, _, logits, weights = tf.while_loop(lambda t, *_: t < steps, step,
+                                              (0, (s, ops.zeros_like(s)), logits, weights))
+        logits = ops.transpose(logits.stack(), (1, 0, 2))            # (B, T, V)
+        return (logits, ops.transpose(weights.stack(), (1, 0, 2))) if return_weights else logits
 
     # one step at a time, on NumPy arrays, for greedy and beam search (attention_course.core.decode)
     def start(self, src, src_mask):
