@@ -216,7 +216,7 @@ def test_every_open_ended_exercise_has_a_discussion(nb):
 
 
 def test_intro_times_are_the_chapters_own():
-    rows = dict(re.findall(r"^\| (\d) \| \{doc\}.*\| (\d+ min · \d+ min · \d+ min) \|$",
+    rows = dict(re.findall(r"^\| (\d+) \| \{doc\}.*\| (\d+ min · \d+ min · \d+ min) \|$",
                            (ROOT / "book" / "intro.md").read_text(), re.M))
     assert len(rows) == len(NOTEBOOKS)
     for nb in NOTEBOOKS:
