@@ -35,6 +35,20 @@ def _pair(out, what: str) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(out[0], float), np.asarray(out[1], float)
 
 
+class _Blocks:
+    """The scores of some rows, handed over a block at a time and readable once; ``shape`` is the whole scores'
+    (rows, n), for the messages. The blocks are copies: the learner cannot change the checker's scores."""
+
+    def __init__(self, blocks: list[np.ndarray], shape: tuple[int, ...]):
+        self._blocks, self.shape = iter([b.copy() for b in blocks]), shape
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> np.ndarray:
+        return next(self._blocks)
+
+
 def online_softmax(fn: Callable, *, trials: int = 20, seed: int | None = None) -> None:
     """Check ``fn(blocks) -> (m, l)``, the running maximum and sum of the online softmax, in one pass."""
     rng = start(fn, trials, seed)
@@ -44,7 +58,8 @@ def online_softmax(fn: Callable, *, trials: int = 20, seed: int | None = None) -
         if trial % 3 == 0:
             x[:, -1] += 800.0          # a late, huge score: exp(x) overflows unless the maximum is subtracted
         blocks = [x[:, i:i + b] for i in range(0, n, b)]
-        m, total = _pair(call(fn, {"blocks": iter(blocks)}), "(m, l): the maximum and the sum of exp(x − m)")
+        m, total = _pair(call(fn, {"blocks": _Blocks(blocks, x.shape)}),
+                         "(m, l): the maximum and the sum of exp(x − m)")
         want_m = x.max(-1, keepdims=True)
         want_l = np.exp(x - want_m).sum(-1, keepdims=True)
         if m.shape != want_m.shape or total.shape != want_l.shape:
