@@ -19,6 +19,9 @@ Cases (the chapters quote them through ``ac.bench.load(case)``):
                the prefix at every step, against the number of steps
   ch7-memory   the peak extra memory of one forward pass of each of those, each in a fresh process: resident
                memory on a CPU, the GPU memory PyTorch allocates on a GPU
+  ch10-flash   one head-batch of 8 heads × d_head 64 (batch 1) against the length T, forward: the explicit softmax,
+               the fused kernel and the course's tiled flash_attention (blocks of 128 keys)
+  ch10-memory  the peak extra memory of one forward pass of each of those, each in a fresh process, as ch7-memory
 Each row: median and quartiles in milliseconds over ``repeats`` runs after two warm-up runs; the cases that are
 compared take turns (ac.bench.time_interleaved). Timings are never asserted anywhere.
 """
@@ -41,18 +44,19 @@ WINDOWS = [1, 2, 4, 8, 16, 32, 64]
 SCORE_LENGTHS, SCORE_SIZES = [16, 64, 256], [16, 64]
 MHA_LENGTHS = {"pytorch": [128, 256, 512, 1024, 2048, 4096], "keras": [128, 256, 512, 1024, 2048]}
 CACHE_STEPS = [8, 16, 32, 64, 128]
-CASES = ("ch2", "ch4", "ch7", "ch8")   # and "ch7-memory": Chapter 7's memory case alone
+FLASH_LENGTHS = [512, 1024, 2048, 4096]
+CASES = ("ch2", "ch4", "ch7", "ch8", "ch10")   # and "ch7-memory": Chapter 7's memory case alone
 
 
-def peak_mb(framework: str, kind: str, length: int) -> float:
+def peak_mb(framework: str, kind: str, length: int, batch: int = 8) -> float:
     """The peak resident memory one forward pass of ``kind`` adds, in MB, measured in a fresh process (the
     high-water mark of a process only grows, so each case needs its own)."""
-    out = subprocess.run([sys.executable, __file__, "--peak", framework, kind, str(length)], check=True,
+    out = subprocess.run([sys.executable, __file__, "--peak", framework, kind, str(length), str(batch)], check=True,
                          capture_output=True, text=True).stdout
     return float(out.strip().splitlines()[-1])
 
 
-def _peak_child(framework: str, kind: str, length: int) -> None:
+def _peak_child(framework: str, kind: str, length: int, batch: int) -> None:
     """Build the case, note the resident memory, run one forward pass, print the peak extra MB."""
     import attention_course as ac
     from attention_course.notebook import frameworks, session
@@ -62,9 +66,9 @@ def _peak_child(framework: str, kind: str, length: int) -> None:
     if framework == "pytorch" and ac.torch.device().type == "cpu":
         session.cpu_threads()                                   # as ac.setup does
     cost = ac.bench.torch_cost if framework == "pytorch" else ac.bench.keras_cost
-    run = cost.attention_pass(kind, 16)                               # load the kernels at a tiny size first
+    run = cost.attention_pass(kind, 16, batch=batch)                  # load the kernels at a tiny size first
     run()
-    run = cost.attention_pass(kind, length)
+    run = cost.attention_pass(kind, length, batch=batch)
     if framework == "pytorch" and ac.torch.device().type == "cuda":
         import torch
 
@@ -120,6 +124,15 @@ def measure(cost, repeats: int, chapters=CASES, framework: str = "pytorch") -> d
         for n in CACHE_STEPS:
             record("ch8-kvcache", {k: {"steps": n} for k in ("cache", "recompute")},
                    make=lambda kind, steps: bench.decoding_pass(fw, kind, steps), repeats=min(repeats, 7))
+    if "ch10" in chapters:
+        for n in FLASH_LENGTHS:
+            record("ch10-flash", {k: {"length": n, "batch": 1} for k in cost.FLASH_KINDS}, make=cost.attention_pass,
+                   repeats=min(repeats, 5), warmup=1, passes="forward",
+                   flops=lambda kind, length, batch: bench.attention_flops(kind, length, batch=batch))
+            for kind in cost.FLASH_KINDS:
+                cases.setdefault("ch10-memory", []).append(
+                    {"kind": kind, "length": n, "batch": 1, "peak_mb": peak_mb(framework, kind, n, batch=1)})
+            print(f"  ch10-flash T={n}", flush=True)
     if "ch2" in chapters:
         for n in LENGTHS:
             record("ch2-length", {k: {"length": n, "window": 8, "dim": 32} for k in ("global", "local-m", "local-p")})
@@ -139,11 +152,12 @@ def main() -> int:
     parser.add_argument("--frameworks", default="both", help="both, keras or pytorch")
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--out", type=Path, default=ROOT / "attention_course" / "benchmarks")
-    parser.add_argument("--cases", default=",".join(CASES), help="chapters whose cases to run: ch2, ch4, ch7, ch8")
-    parser.add_argument("--peak", nargs=3, metavar=("FRAMEWORK", "KIND", "LENGTH"), help=argparse.SUPPRESS)
+    parser.add_argument("--cases", default=",".join(CASES),
+                        help="chapters whose cases to run: ch2, ch4, ch7, ch8, ch10")
+    parser.add_argument("--peak", nargs=4, metavar=("FRAMEWORK", "KIND", "LENGTH", "BATCH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.peak:
-        _peak_child(args.peak[0], args.peak[1], int(args.peak[2]))
+        _peak_child(args.peak[0], args.peak[1], int(args.peak[2]), int(args.peak[3]))
         return 0
     chapters = [c.strip() for c in args.cases.split(",")]
     if set(chapters) - {*CASES, "ch7-memory"}:

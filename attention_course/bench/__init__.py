@@ -69,11 +69,12 @@ def summarize(samples: list[float]) -> dict[str, float]:
 
 def attention_flops(kind: str, length: int, *, batch: int = 8, heads: int = 8, d_head: int = 64,
                     backward: bool = False) -> int:
-    """Floating-point operations of one pass of a ``ch7-mha`` case, counting the matrix products only (2 per
-    multiply-add; the softmax and the scaling are a few per score and left out): QKᵀ and the weighted sum of V
-    cost 4·B·h·T²·d_head; the two layers (``course``, ``framework``) add the four projections, 8·B·T·D² with
-    D = h·d_head. A backward pass does two products for each product of the forward pass: ×3 in all."""
-    validate.choice("attention kind", kind, ("explicit", "fused", "course", "framework"))
+    """Floating-point operations of one pass of a ``ch7-mha`` or ``ch10-flash`` case, counting the matrix products
+    only (2 per multiply-add; the softmax and the scaling are a few per score and left out): QKᵀ and the weighted
+    sum of V cost 4·B·h·T²·d_head (the tiled pass does the same products); the two layers (``course``,
+    ``framework``) add the four projections, 8·B·T·D² with D = h·d_head. A backward pass does two products for
+    each product of the forward pass: ×3 in all."""
+    validate.choice("attention kind", kind, ("explicit", "fused", "course", "framework", "tiled"))
     width = heads * d_head
     flops = 4 * batch * heads * length ** 2 * d_head
     if kind in ("course", "framework"):

@@ -14,10 +14,12 @@ import tensorflow as tf
 
 from attention_course.bench import build_layer
 
-__all__ = ["forward", "tensor_elements", "attention_pass", "MHA_KINDS"]
+__all__ = ["forward", "tensor_elements", "attention_pass", "MHA_KINDS", "FLASH_KINDS"]
 
 #: What ``attention_pass`` can run (see ``ac.bench.torch_cost``).
 MHA_KINDS = ("explicit", "fused", "course", "framework")
+FLASH_KINDS = ("explicit", "fused", "tiled")
+FLASH_BLOCK = 128
 
 _RELABEL = {"Reshape", "ExpandDims", "Squeeze", "Identity", "Placeholder", "Const", "Shape", "NoOp",
             "ReadVariableOp", "VarHandleOp"}
@@ -62,14 +64,16 @@ def _attention_case(kind: str, length: int, batch: int, heads: int, d_head: int,
 
     from attention_course import keras as fw
 
-    if kind not in MHA_KINDS:
-        raise ValueError(f"unknown attention kind {kind!r}; choose one of {MHA_KINDS}")
+    if kind not in (*MHA_KINDS, *FLASH_KINDS):
+        raise ValueError(f"unknown attention kind {kind!r}; choose one of {(*MHA_KINDS, 'tiled')}")
     rng = np.random.default_rng(seed)
-    if kind in ("explicit", "fused"):
-        shape = (batch, heads, length, d_head) if kind == "explicit" else (batch, length, heads, d_head)
+    if kind in FLASH_KINDS:
+        shape = (batch, length, heads, d_head) if kind == "fused" else (batch, heads, length, d_head)
         qkv = [tf.convert_to_tensor(rng.normal(size=shape).astype(np.float32)) for _ in range(3)]
         if kind == "fused":
             return (lambda q, k, v: ops.dot_product_attention(q, k, v)), qkv, []
+        if kind == "tiled":
+            return (lambda q, k, v: fw.flash_attention(q, k, v, block=FLASH_BLOCK)), qkv, []
         return (lambda q, k, v: fw.scaled_dot_product_attention(q, k, v, return_weights=True)[0]), qkv, []
     x = tf.convert_to_tensor(rng.normal(size=(batch, length, heads * d_head)).astype(np.float32))
     import keras
@@ -85,7 +89,8 @@ def _attention_case(kind: str, length: int, batch: int, heads: int, d_head: int,
 
 def attention_pass(kind: str, length: int, *, batch: int = 8, heads: int = 8, d_head: int = 64,
                    backward: bool = False, seed: int = 0) -> Callable[[], None]:
-    """A function that runs one forward (and with ``backward``, one backward) pass of ``kind`` (``MHA_KINDS``) at
+    """A function that runs one forward (and with ``backward``, one backward) pass of ``kind`` (``MHA_KINDS`` or
+    ``FLASH_KINDS``) at
     sequence length ``length`` as a compiled graph, and waits for it."""
     fn, inputs, variables = _attention_case(kind, length, batch, heads, d_head, seed)
 

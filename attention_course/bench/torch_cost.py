@@ -10,7 +10,9 @@ half-width ``window``), ``"dot"``, ``"general"``, ``"additive"`` (Chapter 4's ``
 ``attention_pass(kind, length, ...)`` does the same for Chapter 7's multi-head attention at the Transformer's
 sizes: ``"explicit"`` (softmax(QKᵀ/√d)V written out, the weights stored), ``"fused"`` (the framework's fused
 kernel), ``"course"`` (the course's ``MultiHeadAttention``, weights not requested) and ``"framework"`` (the
-framework's own multi-head layer with the same weights), forward or forward and backward.
+framework's own multi-head layer with the same weights), forward or forward and backward; and ``FLASH_KINDS``,
+Chapter 10's comparison: ``"explicit"``, ``"fused"`` and ``"tiled"`` (the course's ``flash_attention``, blocks of
+128 keys).
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ from torch.utils._pytree import tree_flatten
 from attention_course.bench import build_layer
 from attention_course.core.torch.train import device
 
-__all__ = ["forward", "tensor_elements", "attention_pass", "matmul_tflops", "MHA_KINDS"]
+__all__ = ["forward", "tensor_elements", "attention_pass", "matmul_tflops", "MHA_KINDS", "FLASH_KINDS"]
 
-#: What ``attention_pass`` can run.
+#: What ``attention_pass`` can run: Chapter 7's comparison, and Chapter 10's.
 MHA_KINDS = ("explicit", "fused", "course", "framework")
+FLASH_KINDS = ("explicit", "fused", "tiled")
+FLASH_BLOCK = 128
 
 
 def _build(kind: str, length: int, window: int, dim: int, batch: int, seed: int):
@@ -87,13 +91,15 @@ def _attention_case(kind: str, length: int, batch: int, heads: int, d_head: int,
 
     from attention_course import torch as fw
 
-    if kind not in MHA_KINDS:
-        raise ValueError(f"unknown attention kind {kind!r}; choose one of {MHA_KINDS}")
+    if kind not in (*MHA_KINDS, *FLASH_KINDS):
+        raise ValueError(f"unknown attention kind {kind!r}; choose one of {(*MHA_KINDS, 'tiled')}")
     gen = torch.Generator().manual_seed(seed)
-    if kind in ("explicit", "fused"):
+    if kind in FLASH_KINDS:
         qkv = [torch.randn(batch, heads, length, d_head, generator=gen).to(device()) for _ in range(3)]
         if kind == "fused":
             return F.scaled_dot_product_attention, qkv
+        if kind == "tiled":
+            return (lambda q, k, v: fw.flash_attention(q, k, v, block=FLASH_BLOCK)), qkv
         return (lambda q, k, v: fw.scaled_dot_product_attention(q, k, v, return_weights=True)[0]), qkv
     x = torch.randn(batch, length, heads * d_head, generator=gen).to(device())
     torch.manual_seed(seed)
@@ -106,7 +112,8 @@ def _attention_case(kind: str, length: int, batch: int, heads: int, d_head: int,
 
 def attention_pass(kind: str, length: int, *, batch: int = 8, heads: int = 8, d_head: int = 64,
                    backward: bool = False, seed: int = 0) -> Callable[[], None]:
-    """A function that runs one forward (and with ``backward``, one backward) pass of ``kind`` (``MHA_KINDS``) at
+    """A function that runs one forward (and with ``backward``, one backward) pass of ``kind`` (``MHA_KINDS`` or
+    ``FLASH_KINDS``) at
     sequence length ``length`` and waits for it."""
     fn, inputs = _attention_case(kind, length, batch, heads, d_head, seed)
     sync = torch.cuda.synchronize if device().type == "cuda" else (lambda: None)

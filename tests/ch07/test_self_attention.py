@@ -218,7 +218,7 @@ def test_positions_twins_agree():
 
 @pytest.mark.parametrize("backward", [False, True])
 def test_every_benchmarked_attention_runs(fw, backward):
-    for kind in cost_of(fw).MHA_KINDS:
+    for kind in (*cost_of(fw).MHA_KINDS, *cost_of(fw).FLASH_KINDS):      # Chapter 7's and Chapter 10's cases
         cost_of(fw).attention_pass(kind, 8, batch=2, heads=2, d_head=4, backward=backward)()
     with pytest.raises(ValueError, match="unknown attention kind 'sparse'"):
         cost_of(fw).attention_pass("sparse", 8)

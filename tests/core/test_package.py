@@ -313,7 +313,7 @@ def test_benchmark_results_are_committed_and_complete():
     # the chapters quote these; every case of tools/bench.py is there, in both frameworks, with its spread
     from attention_course import bench
 
-    for case in ("ch2-length", "ch2-window", "ch4-concat", "ch4-scores", "ch7-mha", "ch8-kvcache"):
+    for case in ("ch2-length", "ch2-window", "ch4-concat", "ch4-scores", "ch7-mha", "ch8-kvcache", "ch10-flash"):
         rows = bench.load(case)
         assert {r["framework"] for r in rows} == {"keras", "pytorch"}, case
         assert all(r["q1_ms"] <= r["median_ms"] <= r["q3_ms"] and r["runs"] >= 5 for r in rows), case  # not timed
@@ -321,6 +321,10 @@ def test_benchmark_results_are_committed_and_complete():
     assert {(r["framework"], r["kind"], r["length"]) for r in memory} == {
         (r["framework"], r["kind"], r["length"]) for r in bench.load("ch7-mha")}
     assert all(r["peak_mb"] >= 0 for r in memory)
+    flash = bench.load("ch10-memory")                     # Chapter 10's: explicit, fused and tiled, in both
+    assert {(r["framework"], r["kind"], r["length"]) for r in flash} == {
+        (r["framework"], r["kind"], r["length"]) for r in bench.load("ch10-flash")}
+    assert {r["kind"] for r in flash} == {"explicit", "fused", "tiled"} and all(r["peak_mb"] >= 0 for r in flash)
     with pytest.raises(ConfigError, match="no committed benchmark results for 'nope'.*make bench"):
         bench.load("nope")
     with pytest.raises(ConfigError, match="unknown attention kind"):
