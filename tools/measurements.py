@@ -28,6 +28,8 @@ CASES = {
     "ch7-mha": "Chapter 7: multi-head attention, the course's against the framework's layer",
     "ch7-memory": "Chapter 7: peak memory of attention",
     "ch8-kvcache": "Chapter 8: decoding with and without the key–value cache",
+    "ch10-flash": "Chapter 10: explicit attention, the fused kernel and the tiled FlashAttention loop",
+    "ch10-memory": "Chapter 10: peak memory of explicit, fused and tiled attention",
 }
 
 
@@ -56,7 +58,12 @@ def _bench_section(path: Path) -> list[str]:
     versions = ", ".join(f"{k} {v}" for k, v in sorted(run.get("versions", {}).items()))
     lines = [f"### {where}", "", f"Measured on {machine.get('date', 'an unrecorded date')} ({versions}); medians of "
              f"repeated runs (`repeats`: {run.get('repeats', '?')}).", ""]
-    for case, rows in sorted(run.get("cases", {}).items()):
+    order = list(CASES)                                   # by chapter, then any case not named here, by name
+
+    def rank(item):
+        return (order.index(item[0]) if item[0] in order else len(order)), item[0]
+
+    for case, rows in sorted(run.get("cases", {}).items(), key=rank):
         if not rows:
             continue
         lines += [f"**{CASES.get(case, case)}** (`{case}`)", ""]
