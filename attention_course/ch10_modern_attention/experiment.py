@@ -14,7 +14,7 @@ from attention_course.ch10_modern_attention.cache import CacheShape
 from attention_course.core.errors import ConfigError
 from attention_course.notebook import session
 
-__all__ = ["SIZES", "VARIANTS", "kv_heads", "build", "train", "cache_numbers"]
+__all__ = ["SIZES", "VARIANTS", "LINEAR", "kv_heads", "build", "train", "cache_numbers", "state_numbers"]
 
 SIZES: dict[str, dict[str, Any]] = {
     "quick": {"d_model": 64, "heads": 4, "layers": 2, "hidden": 176, "context": 64, "windows": 2048, "epochs": 3,
@@ -23,20 +23,22 @@ SIZES: dict[str, dict[str, Any]] = {
              "epochs": 6, "val_windows": 2000, "batch_size": 64, "lr": 1e-3},
 }
 VARIANTS = ("MHA", "GQA", "MQA")       # every head its own keys and values; heads / 4 groups (at least 2); one
+LINEAR = "linear"                      # MHA's heads with linear attention in place of the softmax (no cache)
 
 
 def kv_heads(variant: str, heads: int) -> int:
     """How many key-value heads ``variant`` gives a model of ``heads`` query heads."""
-    if variant not in VARIANTS:
-        raise ConfigError(f"variant must be one of {', '.join(VARIANTS)}; got {variant!r}")
-    return {"MHA": heads, "GQA": max(2, heads // 4), "MQA": 1}[variant]
+    if variant not in (*VARIANTS, LINEAR):
+        raise ConfigError(f"variant must be one of {', '.join((*VARIANTS, LINEAR))}; got {variant!r}")
+    return {"MHA": heads, "GQA": max(2, heads // 4), "MQA": 1, LINEAR: heads}[variant]
 
 
 def build(fw: ModuleType, vocab: int, sizes: dict[str, Any], variant: str, seed: int = 0):
-    """A ``Llama`` of framework ``fw`` (``ac.torch`` or ``ac.keras``) with ``variant``'s key-value heads, seeded."""
+    """A ``Llama`` of framework ``fw`` (``ac.torch`` or ``ac.keras``) with ``variant``'s key-value heads (and linear
+    attention for ``LINEAR``), seeded."""
     session.seed_everything(seed)
     return fw.Llama(vocab, sizes["d_model"], sizes["heads"], kv_heads(variant, sizes["heads"]), sizes["layers"],
-                    sizes["hidden"], max_len=sizes["context"])
+                    sizes["hidden"], max_len=sizes["context"], linear=variant == LINEAR)
 
 
 def train(fw: ModuleType, model, data: chapter8.Characters, sizes: dict[str, Any], *, seed: int = 0,
@@ -47,7 +49,17 @@ def train(fw: ModuleType, model, data: chapter8.Characters, sizes: dict[str, Any
 
 
 def cache_numbers(sizes: dict[str, Any], variant: str) -> int:
-    """Numbers the key-value cache keeps per token, over all layers, for ``variant`` at ``sizes``."""
+    """Numbers the key-value cache keeps per token, over all layers, for ``variant`` at ``sizes``; 0 for ``LINEAR``,
+    whose decoder carries a state of fixed size instead (``state_numbers``)."""
     heads = sizes["heads"]
+    if variant == LINEAR:
+        return 0
     return CacheShape(variant, "MHA" if variant == "MHA" else "GQA", sizes["layers"], heads,
                       kv_heads(variant, heads), sizes["d_model"] // heads).numbers_per_token
+
+
+def state_numbers(sizes: dict[str, Any]) -> int:
+    """Numbers a decoder with linear attention carries over all layers, whatever the length: per head a d_head × d_head
+    state and a d_head normaliser."""
+    d_head = sizes["d_model"] // sizes["heads"]
+    return sizes["layers"] * sizes["heads"] * (d_head * d_head + d_head)

@@ -24,8 +24,8 @@ from attention_course.ch10_modern_attention import validate
 from attention_course.ch10_modern_attention.llama2c import Llama2c
 from attention_course.core.torch import inputs
 
-__all__ = ["flash_attention", "GroupedQueryAttention", "linear_attention", "linear_attention_step", "RMSNorm", "SwiGLU",
-           "LlamaBlock", "Llama", "load_llama2c", "window_mask", "MultiHeadLatentAttention"]
+__all__ = ["flash_attention", "GroupedQueryAttention", "linear_attention", "linear_attention_step", "LinearAttention",
+           "RMSNorm", "SwiGLU", "LlamaBlock", "Llama", "load_llama2c", "window_mask", "MultiHeadLatentAttention"]
 
 
 def flash_attention(query, key, value, mask=None, causal: bool = False, block: int = 64) -> torch.Tensor:
@@ -113,6 +113,16 @@ def linear_attention_step(state, norm, query, key, value):
     return y, state, norm
 
 
+class LinearAttention(GroupedQueryAttention):
+    """Grouped-query attention with the softmax replaced by ``linear_attention`` (Katharopoulos et al., 2020): the
+    same projections and rotary positions, then Σ_j φ(q_i)·φ(k_j) v_j / Σ_j φ(q_i)·φ(k_j) over the keys j ≤ i. Causal
+    only, without masks or weights; decoding would carry ``linear_attention_step``'s state instead of a cache."""
+
+    def attend(self, q, k, v, mask=None, causal: bool = False, return_weights: bool = False):
+        validate.linear_attend(mask, causal, return_weights)
+        return self.W_o(merge_heads(linear_attention(q, k, v, causal=True)))          # (B, T, d_model)
+
+
 class RMSNorm(nn.Module):
     """x / √(mean(x²) + eps) · γ: LayerNorm without the mean and the bias (Zhang & Sennrich, 2019), as Llama uses."""
 
@@ -144,12 +154,13 @@ class SwiGLU(nn.Module):
 
 class LlamaBlock(nn.Module):
     """A pre-norm decoder block of Llama: x + attention(RMSNorm(x)), then + SwiGLU(RMSNorm(·)); the attention is
-    grouped-query with rotary positions and no biases."""
+    grouped-query with rotary positions and no biases (``linear=True``: ``LinearAttention``)."""
 
-    def __init__(self, d_model: int, heads: int, kv_heads: int, hidden: int, eps: float = 1e-5):
+    def __init__(self, d_model: int, heads: int, kv_heads: int, hidden: int, eps: float = 1e-5, linear: bool = False):
         super().__init__()
         self.norm_1 = RMSNorm(d_model, eps)
-        self.attention = GroupedQueryAttention(d_model, heads, kv_heads, bias=False, rotary=True)
+        attention = LinearAttention if linear else GroupedQueryAttention
+        self.attention = attention(d_model, heads, kv_heads, bias=False, rotary=True)
         self.norm_2 = RMSNorm(d_model, eps)
         self.feed_forward = SwiGLU(d_model, hidden)
 
@@ -165,15 +176,15 @@ class LlamaBlock(nn.Module):
 class Llama(nn.Module):
     """A decoder-only Llama: token embeddings, ``layers`` ``LlamaBlock`` s, a final RMSNorm, and the embedding
     table again as the output layer (tied). ids (B, T) → logits (B, T, vocab); with ``return_weights`` also each
-    layer's attention weights (B, h, T, T)."""
+    layer's attention weights (B, h, T, T). ``linear=True`` uses ``LinearAttention`` in every block."""
 
     def __init__(self, vocab: int, d_model: int, heads: int, kv_heads: int, layers: int, hidden: int,
-                 max_len: int = 512, eps: float = 1e-5):
+                 max_len: int = 512, eps: float = 1e-5, linear: bool = False):
         super().__init__()
         vocab, layers, self.max_len = validate.sizes(vocab=vocab, layers=layers, max_len=max_len)
         self.embed = nn.Embedding(vocab, d_model)
         nn.init.normal_(self.embed.weight, std=0.02)     # as llama2.c: N(0, 1) rows make tied logits ~√d too large
-        self.blocks = nn.ModuleList(LlamaBlock(d_model, heads, kv_heads, hidden, eps) for _ in range(layers))
+        self.blocks = nn.ModuleList(LlamaBlock(d_model, heads, kv_heads, hidden, eps, linear) for _ in range(layers))
         self.norm = RMSNorm(d_model, eps)
 
     def forward(self, ids, mask=None, return_weights: bool = False):

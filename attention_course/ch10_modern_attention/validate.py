@@ -29,3 +29,11 @@ def linear_step(state, norm, query, key, value) -> None:
     if len(q) != 3 or k != q or len(v) != 3 or v[:2] != q[:2] or s != (*q, v[2]) or z != q:
         raise ShapeError(f"linear_attention_step takes query and key (B, h, d), value (B, h, d_v), state (B, h, d, "
                          f"d_v) and norm (B, h, d); got query {q}, key {k}, value {v}, state {s}, norm {z}")
+
+
+def linear_attend(mask, causal: bool, return_weights: bool) -> None:
+    """Linear attention is causal, over every earlier key, and has no matrix of weights to return."""
+    if mask is not None or not causal or return_weights:
+        raise ConfigError("LinearAttention attends causally to every earlier key: call it with causal=True, no mask "
+                          f"and no return_weights (got mask={'given' if mask is not None else None}, "
+                          f"causal={causal}, return_weights={return_weights}); windows and weights need the softmax")

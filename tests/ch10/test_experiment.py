@@ -23,7 +23,9 @@ def test_the_variants_share_keys_and_values_among_more_and_more_heads():
     assert [c10.kv_heads(v, 4) for v in c10.VARIANTS] == [4, 2, 1]
     # per token and layer: a key and a value for each key-value head, d_head numbers each
     assert [c10.cache_numbers(TINY, v) for v in c10.VARIANTS] == [2 * 8 * 2, 2 * 2 * 2, 2 * 1 * 2]
-    with pytest.raises(ConfigError, match="variant must be one of MHA, GQA, MQA; got 'MLA'"):
+    assert c10.kv_heads(c10.LINEAR, 8) == 8 and c10.cache_numbers(TINY, c10.LINEAR) == 0   # a state, no cache
+    assert c10.state_numbers(TINY) == 1 * 8 * (2 * 2 + 2)
+    with pytest.raises(ConfigError, match="variant must be one of MHA, GQA, MQA, linear; got 'MLA'"):
         c10.kv_heads("MLA", 8)
 
 

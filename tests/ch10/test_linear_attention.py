@@ -1,0 +1,61 @@
+"""Linear attention in a Llama: ``LinearAttention`` is grouped-query attention with ``linear_attention`` in place of
+the softmax (same projections and rotary positions), the two frameworks agree with shared weights, a ``linear=True``
+Llama uses it in every block, and what it cannot do (masks, non-causal attention, weights) is a clear error."""
+
+import numpy as np
+import pytest
+import torch
+from conftest import to_numpy
+
+from attention_course.ch07_self_attention.torch import merge_heads, rope
+from attention_course.ch10_modern_attention import keras as ch10_keras
+from attention_course.ch10_modern_attention import torch as ch10_torch
+from attention_course.core.errors import ConfigError
+
+pytestmark = pytest.mark.chapter(10)
+D, H = 16, 4
+X = np.random.default_rng(0).normal(size=(2, 6, D)).astype("float32")
+
+
+@pytest.mark.parametrize("kv_heads", [4, 2])
+def test_linear_attention_layer_is_the_feature_map_on_the_projections(kv_heads):
+    torch.manual_seed(kv_heads)
+    layer = ch10_torch.LinearAttention(D, H, kv_heads, bias=False, rotary=True).eval()
+    x = torch.as_tensor(X)
+    with torch.no_grad():
+        q, k, v, _ = layer.project(x)
+        expected = layer.W_o(merge_heads(ch10_torch.linear_attention(rope(q), rope(k), v)))
+        np.testing.assert_allclose(layer(x, causal=True).numpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
+        # causal: the first position sees itself only, so changing the last token leaves it alone
+        later = x.clone()
+        later[:, -1] += 1.0
+        np.testing.assert_allclose(layer(later, causal=True)[:, 0].numpy(), layer(x, causal=True)[:, 0].numpy(),
+                                   atol=1e-6)
+
+
+def test_both_frameworks_agree_with_shared_weights():
+    torch.manual_seed(0)
+    tm = ch10_torch.LinearAttention(D, H, 2, rotary=True).eval()
+    km = ch10_keras.LinearAttention(D, H, 2, rotary=True)
+    km(X, causal=True)
+    for name in ("W_q", "W_k", "W_v", "W_o"):
+        t = getattr(tm, name)
+        getattr(km, name).set_weights([t.weight.detach().numpy().T, t.bias.detach().numpy()])
+    with torch.no_grad():
+        expected = tm(torch.as_tensor(X), causal=True).numpy()
+    np.testing.assert_allclose(to_numpy(km(X, causal=True)), expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("module", [ch10_keras, ch10_torch], ids=["keras", "pytorch"])
+def test_a_linear_llama_uses_it_and_refuses_what_it_cannot_do(module):
+    model = module.Llama(30, D, H, H, 2, 24, max_len=8, linear=True)
+    assert all(type(block.attention).__name__ == "LinearAttention" for block in model.blocks)
+    assert type(module.Llama(30, D, H, H, 1, 24).blocks[0].attention).__name__ == "GroupedQueryAttention"
+    ids = np.zeros((1, 5), dtype=np.int64)
+    x = torch.as_tensor(X) if module is ch10_torch else X
+    layer = module.LinearAttention(D, H, H)
+    for kwargs in ({"causal": False}, {"causal": True, "return_weights": True}):
+        with pytest.raises(ConfigError, match="LinearAttention attends causally"):
+            layer(x, **kwargs)
+    with pytest.raises(ConfigError, match="no mask"):
+        model(torch.as_tensor(ids) if module is ch10_torch else ids, mask=module.window_mask(5, window=2))
