@@ -9,12 +9,15 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+
 from attention_course.ch08_transformer import experiment as chapter8
 from attention_course.ch10_modern_attention.cache import CacheShape
 from attention_course.core.errors import ConfigError
 from attention_course.notebook import session
 
-__all__ = ["SIZES", "VARIANTS", "LINEAR", "kv_heads", "build", "train", "cache_numbers", "state_numbers"]
+__all__ = ["SIZES", "VARIANTS", "LINEAR", "kv_heads", "build", "train", "start_windows", "train_with_start",
+           "cache_numbers", "state_numbers"]
 
 SIZES: dict[str, dict[str, Any]] = {
     "quick": {"d_model": 64, "heads": 4, "layers": 2, "hidden": 176, "context": 64, "windows": 2048, "epochs": 3,
@@ -46,6 +49,27 @@ def train(fw: ModuleType, model, data: chapter8.Characters, sizes: dict[str, Any
     """Chapter 8's training of a character model: the same random windows for every variant of a seed, the same
     validation windows for all; the weights of the best epoch kept. Returns the history."""
     return chapter8.train_lm(fw, model, data, sizes, seed=seed, checkpoint=checkpoint, desc=desc)
+
+
+def start_windows(ids: np.ndarray, context: int, count: int, start: int,
+                  seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``count`` windows of ``context`` ids that begin with the start-of-text id ``start``, as each document a
+    language model is trained on does: ``start`` and then ``context`` − 1 characters from a random place of ``ids``.
+    Inputs x and targets y, each (count, context); y[:, t] is the character after x[:, t]."""
+    x, y = chapter8.windows(ids, context - 1, count, seed=seed)                 # (count, context − 1) each
+    first = np.full((len(x), 1), start, dtype=x.dtype)
+    return np.concatenate([first, x], axis=1), np.concatenate([x[:, :1], y], axis=1)
+
+
+def train_with_start(fw: ModuleType, model, data: chapter8.Characters, sizes: dict[str, Any], *, seed: int = 0,
+                     desc: str | None = None):
+    """``train``'s recipe on windows that begin with a start token, the id ``len(data.vocabulary)`` (the model needs
+    one id more than the characters): the same steps, clipping and best epoch kept. Returns the history."""
+    start = len(data.vocabulary)
+    x, y = start_windows(data.train, sizes["context"], sizes["windows"], start, seed=seed)
+    val_x, val_y = start_windows(data.val, sizes["context"], sizes["val_windows"], start, seed=chapter8.VAL_SEED)
+    return fw.fit(model, (x,), y, epochs=sizes["epochs"], batch_size=sizes["batch_size"], lr=sizes["lr"], seed=seed,
+                  clip_norm=1.0, desc=desc, validation=((val_x,), val_y))
 
 
 def cache_numbers(sizes: dict[str, Any], variant: str) -> int:

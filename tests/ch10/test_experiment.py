@@ -69,3 +69,15 @@ def test_a_tiny_run_learns_and_the_tool_writes_its_results(tmp_path, monkeypatch
     model = ac.torch.load_trained(lambda fw: c10.build(fw, vocab, TINY, "GQA"), {k: v.astype(np.float32)
                                                                                 for k, v in arrays.items()})
     assert sum(p.numel() for p in model.parameters()) == run["parameters"]
+
+
+def test_start_windows_begin_with_the_start_token_and_predict_the_next_character():
+    ids = np.arange(100) % 7
+    x, y = c10.start_windows(ids, 6, 4, start=7, seed=3)
+    assert x.shape == y.shape == (4, 6) and (x[:, 0] == 7).all() and (ids < 7).all()
+    np.testing.assert_array_equal(x[:, 1:], y[:, :-1])               # the target of each input is the next one
+    assert all((np.diff(row) % 7 == 1).all() for row in y)            # y continues the text x began after the start
+    chars = c8.characters(ac.data.load_tinyshakespeare()[:20_000])
+    model = c10.build(ac.torch, len(chars.vocabulary) + 1, TINY, "MHA", seed=0)
+    history = c10.train_with_start(ac.torch, model, chars, TINY, seed=0)
+    assert len(history.metrics["val_loss"]) == TINY["epochs"]
