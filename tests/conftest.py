@@ -77,3 +77,16 @@ def cost_of(fw_module):
     import attention_course as ac
 
     return ac.bench.torch_cost if backend(fw_module).is_torch else ac.bench.keras_cost
+
+
+@pytest.fixture(scope="session")
+def stories():
+    """llama2.c's pretrained stories260K and its tokenizer (Chapter 10), or the test is skipped when the file is
+    neither beside the repository (COURSE_MODEL_DIR) nor reachable online."""
+    from attention_course.ch10_modern_attention.llama2c import open_stories260k
+    from attention_course.core.errors import CourseError
+
+    try:
+        return open_stories260k()
+    except CourseError as err:
+        pytest.skip(f"stories260K is not available: {err}")

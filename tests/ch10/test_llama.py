@@ -16,16 +16,6 @@ pytestmark = pytest.mark.chapter(10)
 MODULES = {"keras": ch10_keras, "pytorch": ch10_torch}
 
 
-@pytest.fixture(scope="module")
-def stories():
-    from attention_course.ch10_modern_attention.llama2c import open_stories260k
-
-    try:
-        return open_stories260k()
-    except CourseError as err:
-        pytest.skip(f"stories260K is not available: {err}")
-
-
 def _logits(framework, model, ids):
     if framework == "pytorch":
         with torch.no_grad():

@@ -7,20 +7,9 @@ import pytest
 import torch
 
 from attention_course.ch10_modern_attention import torch as ch10_torch
-from attention_course.core.errors import CourseError
 
 pytestmark = pytest.mark.chapter(10)
 transformers = pytest.importorskip("transformers")
-
-
-@pytest.fixture(scope="module")
-def stories():
-    from attention_course.ch10_modern_attention.llama2c import open_stories260k
-
-    try:
-        return open_stories260k()
-    except CourseError as err:
-        pytest.skip(f"stories260K is not available: {err}")
 
 
 def halves(w: np.ndarray, heads: int) -> torch.Tensor:

@@ -8,7 +8,7 @@ import pytest
 
 from attention_course.ch10_modern_attention import reference as ref
 from attention_course.ch10_modern_attention.llama2c import Tokenizer, read_checkpoint
-from attention_course.core.errors import CourseError, InputError
+from attention_course.core.errors import InputError
 
 pytestmark = pytest.mark.chapter(10)
 
@@ -36,16 +36,6 @@ def test_a_query_with_no_key_to_see_gets_zeros_in_both():
     mask = np.zeros((1, 3), bool)
     assert (ref.flash_attention(q, k, v, mask, block=2) == 0).all()
     assert (ref.explicit_attention(q, k, v, mask) == 0).all()
-
-
-@pytest.fixture(scope="module")
-def stories():
-    from attention_course.ch10_modern_attention.llama2c import open_stories260k
-
-    try:
-        return open_stories260k()
-    except CourseError as err:                      # not beside the repository and no network
-        pytest.skip(f"stories260K is not available: {err}")
 
 
 def test_stories260k_is_read_as_run_c_reads_it(stories):
