@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -134,8 +135,8 @@ def seconds_so_far(checkpoint: Path, started: float) -> float:
 
 def merge(files: list[Path]) -> dict[str, Any]:
     """One results dict from several files of the same size and framework: the runs of all, in order, and the
-    commands that made them (and their hardware and dates, " ; "-joined where they differ). Files of another size
-    or framework are refused."""
+    commands that made them, without their ``--out`` folders (and their hardware and dates, " ; "-joined where they
+    differ). Files of another size or framework are refused."""
     if not files:
         raise SystemExit("merge: no results files given")
     parts = [json.loads(Path(f).read_text()) for f in files]
@@ -144,7 +145,9 @@ def merge(files: list[Path]) -> dict[str, Any]:
         for key in ("size", "framework"):
             if part[key] != first[key]:
                 raise SystemExit(f"merge: {f} has {key} {part[key]!r}, {files[0]} has {first[key]!r}")
-    merged = {**first, "command": " ; ".join(p["command"] for p in parts), "runs": []}
+    # where each part was written (--out) is the machine's own folder, not how to make the results again
+    commands = (re.sub(r" --out \S+", "", p["command"]) for p in parts)
+    merged = {**first, "command": " ; ".join(commands), "runs": []}
     for key in ("hardware", "date"):                     # runs made on other machines or days say so
         values = list(dict.fromkeys(str(p[key]) for p in parts if key in p))
         if len(values) > 1:

@@ -3,6 +3,8 @@ framework a run enables, and the merging of results files written by runs in par
 
 import hashlib
 import json
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +15,8 @@ from attention_course.ch08_transformer import experiment as chapter8
 from attention_course.core import checkpoint
 from attention_course.notebook import frameworks
 from tools import full_run
+
+ROOT = Path(__file__).resolve().parents[2]
 
 CAPTIONERS = list(chapter6.MODELS)
 
@@ -69,6 +73,15 @@ def test_merge_keeps_every_run_and_command(tmp_path):
     merged = json.loads(out.read_text())
     assert [r["model"] for r in merged["runs"]] == ["Bahdanau", "Luong", "no attention"]
     assert merged["command"] == "run Bahdanau ; run Luong no attention"
+    c = _results(tmp_path / "c.json", "full", ["Luong"])
+    c.write_text(json.dumps({**json.loads(c.read_text()), "command": "run Luong --out /tmp/runs/luong-s0 --seeds 1"}))
+    assert full_run.merge([a, c])["command"] == "run Bahdanau ; run Luong --seeds 1"     # no machine's folder
+
+
+def test_committed_results_name_no_machine_folder():
+    for path in (ROOT / "book").glob("[0-9][0-9]-*/results/*.json"):
+        command = str(json.loads(path.read_text()).get("command", ""))
+        assert not re.search(r"/tmp/|/home/|/work/|/content/", command), (path.name, command)
 
 
 def test_merge_refuses_files_of_another_size(tmp_path):
