@@ -90,8 +90,7 @@ def _attention_case(kind: str, length: int, batch: int, heads: int, d_head: int,
 def attention_pass(kind: str, length: int, *, batch: int = 8, heads: int = 8, d_head: int = 64,
                    backward: bool = False, seed: int = 0) -> Callable[[], None]:
     """A function that runs one forward (and with ``backward``, one backward) pass of ``kind`` (``MHA_KINDS`` or
-    ``FLASH_KINDS``) at
-    sequence length ``length`` as a compiled graph, and waits for it."""
+    ``FLASH_KINDS``) at sequence length ``length`` as a compiled graph, and waits for it."""
     fn, inputs, variables = _attention_case(kind, length, batch, heads, d_head, seed)
 
     def forward_backward(*xs):
