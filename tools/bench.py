@@ -22,6 +22,8 @@ Cases (the chapters quote them through ``ac.bench.load(case)``):
   ch10-flash   one head-batch of 8 heads × d_head 64 (batch 1) against the length T, forward: the explicit softmax,
                the fused kernel and the course's tiled flash_attention (blocks of 128 keys)
   ch10-memory  the peak extra memory of one forward pass of each of those, each in a fresh process, as ch7-memory
+  train-step   one training step (forward, backward, Adam) of Chapters 5, 6, 8 and 9's models at their quick sizes,
+               through each chapter's own training code (``ac.bench.training_pass``)
 Each row: median and quartiles in milliseconds over ``repeats`` runs after two warm-up runs; the cases that are
 compared take turns (ac.bench.time_interleaved). Timings are never asserted anywhere.
 """
@@ -45,7 +47,7 @@ SCORE_LENGTHS, SCORE_SIZES = [16, 64, 256], [16, 64]
 MHA_LENGTHS = {"pytorch": [128, 256, 512, 1024, 2048, 4096], "keras": [128, 256, 512, 1024, 2048]}
 CACHE_STEPS = [8, 16, 32, 64, 128]
 FLASH_LENGTHS = [512, 1024, 2048, 4096]
-CASES = ("ch2", "ch4", "ch7", "ch8", "ch10")   # and "ch7-memory": Chapter 7's memory case alone
+CASES = ("ch2", "ch4", "ch7", "ch8", "ch10", "train")   # and "ch7-memory": Chapter 7's memory case alone
 
 
 def peak_mb(framework: str, kind: str, length: int, batch: int = 8) -> float:
@@ -124,6 +126,10 @@ def measure(cost, repeats: int, chapters=CASES, framework: str = "pytorch") -> d
         for n in CACHE_STEPS:
             record("ch8-kvcache", {k: {"steps": n} for k in ("cache", "recompute")},
                    make=lambda kind, steps: bench.decoding_pass(fw, kind, steps), repeats=min(repeats, 7))
+    if "train" in chapters:
+        fw = import_module(f"attention_course.{'torch' if framework == 'pytorch' else 'keras'}")
+        record("train-step", {k: {} for k in bench.TRAINED}, make=lambda kind: bench.training_pass(fw, kind),
+               repeats=min(repeats, 9))
     if "ch10" in chapters:
         for n in FLASH_LENGTHS:
             record("ch10-flash", {k: {"length": n, "batch": 1} for k in cost.FLASH_KINDS}, make=cost.attention_pass,
@@ -153,7 +159,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--out", type=Path, default=ROOT / "attention_course" / "benchmarks")
     parser.add_argument("--cases", default=",".join(CASES),
-                        help="chapters whose cases to run: ch2, ch4, ch7, ch8, ch10")
+                        help="chapters whose cases to run: ch2, ch4, ch7, ch8, ch10, train")
     parser.add_argument("--peak", nargs=4, metavar=("FRAMEWORK", "KIND", "LENGTH", "BATCH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.peak:

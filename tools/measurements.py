@@ -3,8 +3,9 @@
     .venv/bin/python tools/measurements.py           # write book/measurements.md
     .venv/bin/python tools/measurements.py --check   # exit 1 when book/measurements.md is not what they give
 
-Sources: ``book/measurements.json`` (times and memory of the chapters and of the test suite, and the tables of the
-full-profile runs, each row naming its results file and the command that made it) and
+Sources: ``book/measurements.json`` (times and memory of the chapters, in both frameworks on two cores and in each
+on one CPU, what the chapters say about time (``tools/chapter_times.py`` writes it into them), the test suite's
+times, and the tables of the full-profile runs, each row naming its results file and the command that made it) and
 ``attention_course/benchmarks/*.json`` (what ``make bench`` measured, one file per machine).
 """
 
@@ -30,6 +31,7 @@ CASES = {
     "ch8-kvcache": "Chapter 8: decoding with and without the key–value cache",
     "ch10-flash": "Chapter 10: explicit attention, the fused kernel and the tiled FlashAttention loop",
     "ch10-memory": "Chapter 10: peak memory of explicit, fused and tiled attention",
+    "train-step": "Chapters 5, 6, 8 and 9: one training step of each chapter's model at its quick size",
 }
 
 
@@ -84,6 +86,15 @@ def render() -> str:
     lines += ["## Running a chapter (quick profile)", "", q["what"], ""]
     lines += _table(["chapter", "time (s)", "peak memory (MB)", "how"],
                     [[r["chapter"], _number(r["time_s"]), _number(r["peak_mb"]), r["note"]] for r in q["rows"]])
+    o = m["one_cpu"]
+    lines += ["## One framework on one CPU (Binder)", "", o["what"], ""]
+    lines += _table(["chapter", "PyTorch (s)", "PyTorch peak (MB)", "Keras (s)", "Keras peak (MB)", "how"],
+                    [[r["chapter"], _number(r["pytorch_s"]), _number(r["pytorch_peak_mb"]), _number(r["keras_s"]),
+                      _number(r["keras_peak_mb"]), r["note"]] for r in o["rows"]])
+    c = m["chapter_times"]
+    lines += ["## The full profile and a free Colab GPU", "", c["what"], ""]
+    lines += _table(["chapter", "full profile", "on a free Colab GPU (T4)"],
+                    [[n, t["full"], t["t4"]] for n, t in c["chapters"].items()])
     t = m["test_suite"]
     lines += ["## The test suite", "", t["what"], ""]
     lines += _table(["run", "phases", "total"], [[r["run"], r["phases"], r["total"]] for r in t["rows"]])

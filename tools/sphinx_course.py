@@ -21,6 +21,9 @@
    body of an unknown cell magic as plain text).
 6. An exercise's solution is shown without its grading markers (``### BEGIN SOLUTION`` / ``### END SOLUTION``):
    they are for the student export (``course-assign``), not for the reader.
+7. A page loads what it uses: Vega, Vega-Lite and vega-embed only on pages with a chart, MathJax only on pages with
+   a formula, and never the theme's ``fontawesome.js`` (1.5 MB that turns the icons into SVG; the theme's
+   stylesheet already draws the same icons with Font Awesome's web fonts).
 """
 
 from __future__ import annotations
@@ -50,6 +53,40 @@ def _dedupe_scripts(app, pagename: str, templatename: str, context: dict[str, An
         unique.append(script)
     # the list is the builder's own (restored after each page); edit it in place
     scripts[:] = unique
+
+
+# a library → what in a page's body needs it (Sphinx writes a formula as an element of class "math")
+_NEEDED_BY = ((re.compile(r"vendor/vega[\w.-]*\.js$"), "course-vega"),
+              (re.compile(r"mathjax|window\.MathJax", re.IGNORECASE), 'class="math'))
+
+
+def _libraries_only_where_used(app, pagename: str, templatename: str, context: dict[str, Any], doctree) -> None:
+    scripts = context.get("script_files")
+    if not isinstance(scripts, list):
+        return
+    body = str(context.get("body", ""))
+    unused = [library for library, marker in _NEEDED_BY if marker not in body]
+
+    def wanted(script) -> bool:
+        name = str(getattr(script, "filename", script) or "") + str(getattr(script, "attributes", {}).get("body", ""))
+        return not any(library.search(name) for library in unused)
+
+    scripts[:] = [script for script in scripts if wanted(script)]
+
+
+_FONTAWESOME_JS = re.compile(r"[ \t]*<script[^>]*src=\"[^\"]*scripts/fontawesome\.js[^\"]*\"[^>]*></script>\n?")
+
+
+def _no_fontawesome_js(app, exception) -> None:
+    if exception is not None or app.builder is None or app.builder.format != "html":
+        return
+    for page in Path(app.outdir).rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        lean = _FONTAWESOME_JS.sub("", html)
+        if lean != html:                                  # written aside, then moved: never a half-written page
+            partial = page.with_name(page.name + ".partial")
+            partial.write_text(lean, encoding="utf-8")
+            partial.replace(page)
 
 
 def _configured_static_files(config) -> list[str]:
@@ -140,4 +177,6 @@ def setup(app) -> dict[str, Any]:
     app.connect("config-inited", _use_notebook_cache)
     app.connect("builder-inited", _check_static_files)
     app.connect("html-page-context", _dedupe_scripts, priority=900)
+    app.connect("html-page-context", _libraries_only_where_used, priority=900)
+    app.connect("build-finished", _no_fontawesome_js)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

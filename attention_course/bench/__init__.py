@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from importlib import import_module
 from pathlib import Path
 
 from attention_course.core import validate
@@ -105,6 +106,62 @@ def decoding_pass(fw, kind: str, steps: int, *, batch: int = 8, src_len: int = 1
         for _ in range(steps):
             log_probs, state, _ = decoder.step(tokens, state)
             tokens = log_probs.argmax(-1)
+
+    return run
+
+
+#: ``training_pass``'s models: each chapter's model at its quick-profile size, and the mini-batch it trains on.
+TRAINED = ("ch5-bahdanau", "ch6-soft", "ch8-transformer", "ch9-masked-lm")
+
+
+def training_pass(fw, model: str, *, seed: int = 0) -> Callable[[], float]:
+    """A function that runs one training step (forward, backward, Adam) of a chapter's model at its quick-profile
+    size on one seeded random mini-batch, through the chapter's own training code: Chapter 5's Bahdanau translator
+    and Chapter 8's Transformer (``fit``'s trainer; batch 128, sources of 20 tokens, targets of 22), Chapter 6's
+    soft-attention captioner (``CaptionerTrainer``; 64 scenes of 48 × 48, captions of 8 words) and Chapter 9's
+    masked LM (``fit``'s trainer; 32 sequences of 64 pieces, 16 predictions each). It returns the step's loss."""
+    import numpy as np
+
+    from attention_course.notebook import session
+
+    validate.choice("trained model", model, TRAINED)
+    session.seed_everything(seed)
+    rng = np.random.default_rng(seed)
+    is_torch = fw.__name__.endswith("torch")
+    train = import_module(f"attention_course.core.{'torch' if is_torch else 'keras'}.train")
+    xs: tuple[np.ndarray, ...]
+    if model == "ch6-soft":
+        vocab, words = 30, 8
+        net = fw.Captioner(vocab, "soft", embed=32, hidden=128, dim=64, units=64)
+        images = rng.random((64, 48, 48, 3), dtype=np.float32)
+        tokens = rng.integers(4, vocab, size=(64, words + 1))
+        xs, y = (images, tokens[:, :-1]), tokens[:, 1:]
+        chapter6 = import_module(f"attention_course.ch06_image_captioning.{'torch' if is_torch else 'keras'}")
+        if not is_torch:
+            net(*[a[:2] for a in xs])                                  # build the variables eagerly
+        trainer = chapter6.CaptionerTrainer(net, rng, chapter6.grid_locations(images), lr=1e-3, clip_norm=5.0,
+                                            doubly_stochastic=1.0, entropy=0.0, expect_share=0.5)
+    else:
+        if model == "ch9-masked-lm":
+            vocab, batch, length, predictions = 3000, 32, 64, 16
+            net = fw.MaskedLM(vocab, d_model=64, heads=4, layers=2, d_ff=256, dropout=0.1)
+            ids = rng.integers(5, vocab, size=(batch, length))
+            xs = (ids, np.ones((batch, length), bool), np.sort(rng.permutation(length)[:predictions])[None]
+                  .repeat(batch, 0))
+            y, options = rng.integers(5, vocab, size=(batch, predictions)), {}
+        else:
+            vocab, batch, src_len, tgt_len = 1000, 128, 20, 22
+            net = (fw.Translator(vocab, vocab, "bahdanau", embed=32, hidden=64) if model == "ch5-bahdanau" else
+                   fw.Transformer(vocab, vocab, d_model=64, heads=4, layers=2, d_ff=256, dropout=0.1))
+            tokens = rng.integers(4, vocab, size=(batch, tgt_len + 1))
+            xs = (rng.integers(4, vocab, size=(batch, src_len)), np.ones((batch, src_len), bool), tokens[:, :-1])
+            y = tokens[:, 1:]
+            options = {"clip_norm": 1.0} if model == "ch5-bahdanau" else {"label_smoothing": 0.1}
+        trainer = train.make_trainer(net, xs, y, batch_size=len(y), lr=1e-3, ignore_index=0, **options)
+    steps = iter(range(1, 1 << 30))
+
+    def run() -> float:
+        return trainer.step(list(xs), y, next(steps))[0]
 
     return run
 

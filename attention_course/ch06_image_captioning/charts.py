@@ -17,12 +17,6 @@ def _alt():
     return alt
 
 
-def _hex(rgb: np.ndarray) -> np.ndarray:
-    """(…, 3) floats in [0, 1] → '#rrggbb' strings."""
-    v = np.clip(np.round(np.asarray(rgb) * 255), 0, 255).astype(int)
-    return np.array([f"#{r:02x}{g:02x}{b:02x}" for r, g, b in v.reshape(-1, 3)]).reshape(v.shape[:-1])
-
-
 def caption_attention(images, words: Sequence[Sequence[str]], maps, *, names: Sequence[str] | None = None,
                       title: str = "Where each word looks", description: str | None = None, size: int = 240):
     """Each image (H, W, 3) of ``images`` under the attention map (T_i, gh, gw) of each of its caption ``words``
@@ -36,20 +30,20 @@ def caption_attention(images, words: Sequence[Sequence[str]], maps, *, names: Se
     if not (len(images) == len(words) == len(maps) == len(names)):
         raise ValueError(f"got {len(images)} images, {len(words)} captions, {len(maps)} attention lists and "
                          f"{len(names)} names: they must match")
-    pixels, cells, labels = [], [], []
+    pixels, cells, labels = {}, [], []
     for name, im, ws, ms in zip(names, images, words, maps, strict=True):
         ms = np.asarray(ms, dtype=np.float64)
         if ms.ndim != 3 or len(ms) != len(ws):
             raise ValueError(f"{name}: {len(ws)} words need {len(ws)} attention maps (T, gh, gw); got {ms.shape}")
         h, w = im.shape[:2]
         ch, cw = h // ms.shape[1], w // ms.shape[2]              # the pixels of one attention cell
-        pixels.append(pixel_input(im, name))
+        pixels[name] = im
         for t, word in enumerate(ws):
             r, c = np.mgrid[0:ms.shape[1], 0:ms.shape[2]]
             cells.append(pd.DataFrame({"image": name, "step": t, "word": word, "x": (c * cw).ravel(),
                                        "y": (r * ch).ravel(), "weight": ms[t].ravel()}))
             labels.append({"image": name, "step": t, "label": f"word {t + 1}: “{word}” · {' '.join(ws)}"})
-    pixel_data, cell_data, label_data = pd.concat(pixels), pd.concat(cells), pd.DataFrame(labels)
+    cell_data, label_data = pd.concat(cells), pd.DataFrame(labels)
     cell_data = cell_data.assign(x2=cell_data.x + cw, y2=cell_data.y + ch)
     longest = max(len(ws) for ws in words)
     pick = alt.param(name="image_pick", value=names[0], bind=alt.binding_select(options=names, name="image "))
@@ -58,9 +52,7 @@ def caption_attention(images, words: Sequence[Sequence[str]], maps, *, names: Se
     x = alt.X("x:Q", scale=alt.Scale(domain=[0, w], nice=False), axis=None)
     y = alt.Y("y:Q", scale=alt.Scale(domain=[0, h], nice=False, reverse=True), axis=None)
     inline = lambda frame: alt.Data(values=frame.to_dict("records"))   # (inline values: no row limit)
-    image = alt.Chart(inline(pixel_data)).mark_rect().encode(
-        x=x, x2="x2:Q", y=y, y2="y2:Q", color=alt.Color("rgb:N", scale=None),
-    ).transform_filter(alt.datum.image == pick)
+    image = _picture(pixels, x, y).transform_filter(alt.datum.image == pick)
     attention = alt.Chart(inline(cell_data)).mark_rect(color="#ff8c00", stroke="#ff8c00", strokeOpacity=0.3).encode(
         x=x, x2="x2:Q", y=y, y2="y2:Q",
         opacity=alt.Opacity("weight:Q", scale=alt.Scale(domain=[0, 0.5], range=[0, 0.9], clamp=True),
@@ -76,15 +68,30 @@ def caption_attention(images, words: Sequence[Sequence[str]], maps, *, names: Se
     )
 
 
-def pixel_input(image: np.ndarray, name: str):
-    import pandas as pd
+def _png(image: np.ndarray) -> str:
+    """(H, W, 3) or (H, W, 1) floats in [0, 1] → a PNG as a data URL (a few kB, where one row per pixel took
+    hundreds)."""
+    import base64
+    import io
 
-    image = np.asarray(image)
+    from PIL import Image
+
+    image = np.asarray(image, dtype=np.float32)
     if image.shape[-1] == 1:                                         # grey: the same intensity in each channel
         image = np.repeat(image, 3, -1)
-    ys, xs = np.nonzero(np.asarray(image).max(-1) > 0.02)           # the ink; the background is the black view
-    return pd.DataFrame({"image": name, "x": xs, "y": ys, "x2": xs + 1, "y2": ys + 1,
-                         "rgb": _hex(np.asarray(image)[ys, xs])})
+    buffer = io.BytesIO()
+    Image.fromarray(np.clip(np.round(image * 255), 0, 255).astype(np.uint8)).save(buffer, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _picture(images: dict[str, np.ndarray], x, y):
+    """A layer drawing each image of ``images`` (name → (H, W, C)) over the whole view, one image mark per name
+    (shown sharp, pixel for pixel: course.css sets image-rendering on chart images)."""
+    alt = _alt()
+    rows = [{"image": name, "url": _png(im), "x": 0, "y": 0, "x2": im.shape[1], "y2": im.shape[0]}
+            for name, im in images.items()]
+    return alt.Chart(alt.Data(values=rows)).mark_image(aspect=False).encode(x=x, x2="x2:Q", y=y, y2="y2:Q",
+                                                                            url="url:N")
 
 
 def image_row(images, names: Sequence[str], *, title: str, description: str, size: int = 120):
@@ -96,10 +103,9 @@ def image_row(images, names: Sequence[str], *, title: str, description: str, siz
     for im, name in zip(images, names, strict=True):
         im = np.asarray(im, dtype=np.float32)
         h, w = im.shape[:2]
-        charts.append(alt.Chart(alt.Data(values=pixel_input(im, name).to_dict("records"))).mark_rect().encode(
-            x=alt.X("x:Q", scale=alt.Scale(domain=[0, w], nice=False), axis=None), x2="x2:Q",
-            y=alt.Y("y:Q", scale=alt.Scale(domain=[0, h], nice=False, reverse=True), axis=None), y2="y2:Q",
-            color=alt.Color("rgb:N", scale=None)).properties(title=name, width=size, height=size))
+        charts.append(_picture({name: im}, alt.X("x:Q", scale=alt.Scale(domain=[0, w], nice=False), axis=None),
+                               alt.Y("y:Q", scale=alt.Scale(domain=[0, h], nice=False, reverse=True), axis=None),
+                               ).properties(title=name, width=size, height=size))
     return alt.hconcat(*charts).configure_view(fill="black").properties(title=title, description=description)
 
 
@@ -122,8 +128,7 @@ def draw_window(image, *, n: int, title: str = "DRAW's reading window", descript
     grid = pd.DataFrame({"i": i.ravel() - n / 2 - 0.5, "j": j.ravel() - n / 2 - 0.5})
     x = alt.X("x:Q", scale=alt.Scale(domain=[0, w], nice=False), axis=None)
     y = alt.Y("y:Q", scale=alt.Scale(domain=[0, h], nice=False, reverse=True), axis=None)
-    picture = alt.Chart(alt.Data(values=pixel_input(image, "image").to_dict("records"))).mark_rect().encode(
-        x=x, x2="x2:Q", y=y, y2="y2:Q", color=alt.Color("rgb:N", scale=None))
+    picture = _picture({"image": image}, x, y)
     px = size / w                                                   # screen pixels per image pixel
     filters = alt.Chart(alt.Data(values=grid.to_dict("records"))).transform_calculate(
         x="g_x + datum.j * delta", y="g_y + datum.i * delta", r=f"sigma * {px}",
@@ -161,8 +166,7 @@ def glimpse_paths(images, windows, *, n: int, names: Sequence[str], title: str, 
                               "stride": rows[:, 3], "sigma": np.sqrt(rows[:, 2])})
         x = alt.X("x:Q", scale=alt.Scale(domain=[0, w], nice=False, clamp=True), axis=None)
         y = alt.Y("y:Q", scale=alt.Scale(domain=[0, h], nice=False, reverse=True, clamp=True), axis=None)
-        picture = alt.Chart(alt.Data(values=pixel_input(im, name).to_dict("records"))).mark_rect().encode(
-            x=x, x2="x2:Q", y=y, y2="y2:Q", color=alt.Color("rgb:N", scale=None))
+        picture = _picture({name: im}, x, y)
         squares = alt.Chart(alt.Data(values=boxes.to_dict("records"))).mark_rect(filled=False, strokeWidth=2).encode(
             x=x, x2="x2:Q", y=y, y2="y2:Q", stroke=alt.Stroke("step:N", scale=scale, legend=alt.Legend(title=None)),
             tooltip=["step:N", alt.Tooltip("stride:Q", format=".2f"), alt.Tooltip("sigma:Q", format=".2f")])

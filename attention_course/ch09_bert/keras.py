@@ -234,13 +234,20 @@ def token_gradients(model, ids, mask) -> np.ndarray:
     """(B, T): the norm of the gradient of each sentence's predicted logit with respect to each token's input
     vector (the embeddings' output), the gradient-based importance Jain & Wallace compare attention with."""
     validate.wraps("token_gradients", model, SentenceClassifier, EXPLAINED)
-    bert = model.bert
-    x = bert.embeddings(np.asarray(ids), training=False)                                 # (B, T, d)
+    ids, mask = np.asarray(ids), np.asarray(mask)
+    validate.same_shape("mask", mask.shape, ids.shape, "(B, T), as the ids")
+    model(ids[:1], mask[:1], training=False)                   # one sentence, eagerly: checks it, builds the model
+    x = model.bert.embeddings(ids, training=False)             # (B, T, d), eagerly: checks every id
+    return np.asarray(_token_gradients(model, x, inputs.bool_mask(mask)))
+
+
+@tf.function(reduce_retracing=True)   # one graph for all batches: op by op, TensorFlow's tape holds ~200 MB more
+def _token_gradients(model, x, mask):
     with tf.GradientTape() as tape:
         tape.watch(x)
         h = x
-        for layer in bert.encoder:
-            h = layer(h, np.asarray(mask), training=False)
+        for layer in model.bert.encoder:
+            h = layer(h, mask, training=False)
         logits = model.out(ops.tanh(model.pooler(h[:, 0])))                              # (B, classes)
         picked = tf.reduce_sum(tf.reduce_max(logits, axis=1))                            # the predicted class's
-    return np.asarray(tf.norm(tape.gradient(picked, x), axis=-1))
+    return tf.norm(tape.gradient(picked, x), axis=-1)

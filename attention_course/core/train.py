@@ -59,11 +59,12 @@ def progress(total: int, desc: str):
     return tqdm(total=total, desc=desc, disable=disable, leave=True, mininterval=0.5)
 
 
-def accuracy_of(predict: Callable, model, inputs, targets, ignore_index: int | None = None) -> float:
-    """Share of correct argmax predictions of ``predict(model, inputs)`` (either framework's ``predict``),
-    leaving out ``ignore_index`` targets: what ``ac.torch.accuracy`` and ``ac.keras.accuracy`` return."""
+def accuracy_of(classes: Callable, model, inputs, targets, ignore_index: int | None = None) -> float:
+    """Share of correct predicted classes ``classes(model, inputs)`` (either framework's ``predict`` with
+    ``classes=True``), leaving out ``ignore_index`` targets: what ``ac.torch.accuracy`` and ``ac.keras.accuracy``
+    return."""
     validate.examples(inputs, targets)
-    return token_accuracy(predict(model, inputs).argmax(-1), np.asarray(targets), pad=ignore_index)
+    return token_accuracy(classes(model, inputs), np.asarray(targets), pad=ignore_index)
 
 
 def warmup_schedule(d_model: int, warmup: int, factor: float = 1.0) -> Callable[[int], float]:

@@ -28,6 +28,9 @@ from attention_course.ch09_bert.exercises import *  # noqa: F403  (Chapter 9)
 from attention_course.ch09_bert.exercises import __all__ as _ch09
 from attention_course.ch10_modern_attention.exercises import *  # noqa: F403  (Chapter 10)
 from attention_course.ch10_modern_attention.exercises import __all__ as _ch10
+from attention_course.ch11_more_attention.exercises import *  # noqa: F403  (Chapter 11)
+from attention_course.ch11_more_attention.exercises import __all__ as _ch11
 from attention_course.core.errors import ExerciseError  # noqa: F401  (re-exported)
 
-__all__ = sorted({"ExerciseError", *_ch01, *_ch02, *_ch03, *_ch04, *_ch05, *_ch06, *_ch07, *_ch08, *_ch09, *_ch10})
+__all__ = sorted({"ExerciseError", *_ch01, *_ch02, *_ch03, *_ch04, *_ch05, *_ch06, *_ch07, *_ch08, *_ch09, *_ch10,
+                  *_ch11})

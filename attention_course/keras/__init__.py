@@ -28,10 +28,12 @@ from attention_course.ch09_bert.keras import *  # noqa: F403, E402  (Chapter 9)
 from attention_course.ch09_bert.keras import __all__ as _ch09  # noqa: E402
 from attention_course.ch10_modern_attention.keras import *  # noqa: F403, E402  (Chapter 10)
 from attention_course.ch10_modern_attention.keras import __all__ as _ch10  # noqa: E402
+from attention_course.ch11_more_attention.keras import *  # noqa: F403, E402  (Chapter 11)
+from attention_course.ch11_more_attention.keras import __all__ as _ch11  # noqa: E402
 from attention_course.core.keras.train import accuracy, device, evaluate_loss, fit, predict  # noqa: E402
 
 __all__ = ["fit", "predict", "accuracy", "device", "evaluate_loss", "load_trained",
-           *_ch01, *_ch02, *_ch03, *_ch04, *_ch05, *_ch06, *_ch07, *_ch08, *_ch09, *_ch10]
+           *_ch01, *_ch02, *_ch03, *_ch04, *_ch05, *_ch06, *_ch07, *_ch08, *_ch09, *_ch10, *_ch11]
 
 
 def load_trained(build, arrays, example_inputs):

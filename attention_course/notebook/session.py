@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from attention_course.core.quiet import quiet_frameworks
 from attention_course.notebook import frameworks as _frameworks
 from attention_course.notebook import profile as _profile
+from attention_course.notebook.memory import release_after_each_cell
+from attention_course.notebook.tables import readable_tables
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,8 @@ def cpu_threads() -> int:
 def setup(seed: int = 0, *, profile: str | None = None, frameworks: str | None = None, banner: bool = True,
           scale: str | None = None) -> Session:
     """Prepare a notebook: quiet logs, choose profile and frameworks, seed every RNG, register the
-    ``%%keras``/``%%pytorch`` magics, use the course's chart renderer, print one banner line.
+    ``%%keras``/``%%pytorch`` magics, give freed memory back to the system after each cell (``memory``), print
+    tables' numbers as a person writes them (``tables``), use the course's chart renderer, print one banner line.
 
     ``profile`` (``quick`` or ``full``) and ``frameworks`` override ``COURSE_PROFILE`` and ``COURSE_FRAMEWORKS`` for
     this session (``scale`` is the profile's deprecated old name);
@@ -101,6 +104,8 @@ def setup(seed: int = 0, *, profile: str | None = None, frameworks: str | None =
     fws = _frameworks.enabled()
     seed_everything(seed)
     _frameworks.register_magics()
+    release_after_each_cell()
+    readable_tables()
     from attention_course import viz
 
     viz.enable_renderer()

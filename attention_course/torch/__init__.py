@@ -24,10 +24,12 @@ from attention_course.ch09_bert.torch import *  # noqa: F403  (Chapter 9)
 from attention_course.ch09_bert.torch import __all__ as _ch09
 from attention_course.ch10_modern_attention.torch import *  # noqa: F403  (Chapter 10)
 from attention_course.ch10_modern_attention.torch import __all__ as _ch10
+from attention_course.ch11_more_attention.torch import *  # noqa: F403  (Chapter 11)
+from attention_course.ch11_more_attention.torch import __all__ as _ch11
 from attention_course.core.torch.train import accuracy, device, evaluate_loss, fit, predict
 
 __all__ = ["fit", "predict", "accuracy", "device", "evaluate_loss", "load_trained",
-           *_ch01, *_ch02, *_ch03, *_ch04, *_ch05, *_ch06, *_ch07, *_ch08, *_ch09, *_ch10]
+           *_ch01, *_ch02, *_ch03, *_ch04, *_ch05, *_ch06, *_ch07, *_ch08, *_ch09, *_ch10, *_ch11]
 
 
 def load_trained(build, arrays, example_inputs=None):

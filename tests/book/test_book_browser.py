@@ -16,6 +16,7 @@ to the book).  ``COURSE_BROWSER_TIMEOUT_MS`` bounds each wait (default 30000).
 from __future__ import annotations
 
 import functools
+import gzip
 import http.server
 import os
 import re
@@ -119,6 +120,18 @@ READING = r"""() => {
       out.raw.push(text.slice(Math.max(0, m.index - 40), m.index + m[0].length + 10));
     }
   }
+  // the tables a cell prints are read as well: no number with six significant digits or more, no long scientific
+  // notation, no run of trailing zeros, no count printed as a float ("0.375008", "1.788139e-07", "64.00000", "7436.0")
+  out.cells = [];
+  const raw = text => {
+    if (/\d\.\d{4,}e[-+]?\d/.test(text) || /\.\d*0000$/.test(text) || /^-?\d{4,}\.0$/.test(text)) return true;
+    const m = text.match(/(\d+)\.(\d+)/);
+    return !!m && (m[1] + m[2]).replace(/^0+/, '').length >= 6;
+  };
+  for (const el of article.querySelectorAll('.cell_output table td, .cell_output table th')) {
+    const text = (el.innerText || '').trim();
+    if (raw(text)) out.cells.push(text.slice(0, 40));
+  }
   // a wide element is fine inside a box of the column's width that scrolls sideways on purpose
   const scrolls = el => {
     for (let a = el; a && a !== article; a = a.parentElement) {
@@ -190,9 +203,29 @@ def discover_pages(book: Path) -> list[str]:
     return pages
 
 
+COMPRESSED = (".html", ".js", ".css", ".json", ".svg", ".txt", ".map")
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves the book as a web host does: text files gzip-compressed when the browser asks for it, so the bytes
+    a page loads are the bytes a reader downloads."""
+
     def log_message(self, format, *args):
         pass
+
+    def do_GET(self):
+        path = Path(self.translate_path(self.path))
+        if path.is_dir():
+            path = path / "index.html"
+        if not (path.suffix in COMPRESSED and path.is_file() and "gzip" in self.headers.get("Accept-Encoding", "")):
+            return super().do_GET()
+        body = gzip.compress(path.read_bytes(), compresslevel=6)
+        self.send_response(200)
+        self.send_header("Content-Type", self.guess_type(str(path)))
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
 
 @pytest.fixture(scope="module")
@@ -272,6 +305,11 @@ class PageReport:
     tabs_problems: list[str] = field(default_factory=list)
     tabs_checked: str = ""
     reading: dict = field(default_factory=dict)
+    loaded: dict[str, int] = field(default_factory=dict)   # URL path → bytes transferred
+
+    @property
+    def weight_mb(self) -> float:
+        return sum(self.loaded.values()) / 1e6
 
     @property
     def charts_drawn(self) -> int:
@@ -286,7 +324,7 @@ class PageReport:
             f"math {m.get('typeset', 0)}/{m.get('math', 0)} typeset; {tabs}, {self.labels} labels; "
             f"widgets {w.get('rendered', 0)}/{w.get('views', 0)}; "
             f"console errors {len(self.console_errors)}; failed requests {len(self.failed_requests)}; "
-            f"blocked requests {len(self.blocked)}"
+            f"blocked requests {len(self.blocked)}; {self.weight_mb:.2f} MB loaded"
         )
 
 
@@ -311,6 +349,8 @@ def _watch(page, report: PageReport) -> None:
         f"{r.status} {r.url}"))
     page.on("requestfailed", lambda r: urlparse(r.url).hostname == "127.0.0.1"
             and report.failed_requests.append(f"{r.failure} {r.url}"))
+    page.on("requestfinished", lambda r: report.loaded.__setitem__(
+        urlparse(r.url).path, report.loaded.get(urlparse(r.url).path, 0) + r.sizes()["responseBodySize"]))
 
 
 def _check_tabs(page, report: PageReport) -> None:
@@ -513,6 +553,11 @@ def test_no_raw_floats_in_prose(audit):
              "numbers in the prose with more than 4 decimals (glue them with a format)")
 
 
+def test_output_tables_are_formatted_for_people(audit):
+    _fail_on([f"{r.url}: a table cell reads {text!r}" for r in audit.values() for text in r.reading.get("cells", [])],
+             "raw numbers in printed tables (round them, or format them with a unit)")
+
+
 def test_nothing_overflows_its_column(audit):
     what = {"code": "code line", "tables": "table", "charts": "chart", "math": "equation"}
     _fail_on([f"{r.url}: {what[kind]} wider than the {r.reading.get('column')} px column: {item}"
@@ -569,23 +614,38 @@ PHONE = r"""() => {
 }"""
 
 
-def test_on_a_phone_no_page_scrolls_sideways_and_every_chart_fits(browser, server, pages):
-    """At a phone's 390 px: the page itself never scrolls sideways (wide tables and equations scroll inside
-    themselves) and no chart is cut off."""
-    context = Offline(browser, width=390, height=844)
+SCREENSHOTS = os.environ.get("COURSE_SCREENSHOTS")   # a folder: every chapter page at both widths, both frameworks
+
+
+@pytest.mark.parametrize("framework", ["keras", "pytorch"])
+def test_on_a_phone_no_page_scrolls_sideways_and_every_chart_fits(browser, server, pages, framework):
+    """At a phone's 390 px, with either framework chosen: the page itself never scrolls sideways (wide tables and
+    equations scroll inside themselves) and no chart is cut off. With COURSE_SCREENSHOTS set, every chapter page is
+    also saved there as a full-page screenshot at 390 and at 1280 px."""
     problems = []
-    try:
-        page = context.context.new_page()
-        for rel in pages:
-            page.goto(server + rel, wait_until="load")
-            _wait(page, CHARTS_SETTLED)
-            state = page.evaluate(PHONE)
-            if state["page"] > 1:
-                problems.append(f"{rel}: the page scrolls {state['page']} px sideways")
-            problems += [f"{rel}: chart {c} is cut off" for c in state["charts"]]
-    finally:
-        context.close()
-    _fail_on(problems, "at 390 px")
+    if SCREENSHOTS:
+        Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+    for width, height in ((390, 844), (1280, 900)):
+        if width == 1280 and not SCREENSHOTS:
+            break
+        context = Offline(browser, width=width, height=height)
+        context.context.add_init_script(f"localStorage.setItem({STORAGE_KEY!r}, {framework!r})")
+        try:
+            page = context.context.new_page()
+            for rel in pages:
+                page.goto(server + rel, wait_until="load")
+                _wait(page, CHARTS_SETTLED)
+                state = page.evaluate(PHONE)
+                if width == 390 and state["page"] > 1:
+                    problems.append(f"{rel}: the page scrolls {state['page']} px sideways")
+                if width == 390:
+                    problems += [f"{rel}: chart {c} is cut off" for c in state["charts"]]
+                if SCREENSHOTS and re.search(r"/\d\d-[^/]+/[^/]+\.html$", rel):
+                    name = f"{Path(rel).stem}-{width}-{framework}.png"
+                    page.screenshot(path=str(Path(SCREENSHOTS) / name), full_page=True)
+        finally:
+            context.close()
+    _fail_on(problems, f"at 390 px, {framework}")
 
 
 MACHINE_PATH = re.compile(r"(?<![\w./:])/(?:work|home|root|tmp|Users|opt|srv)/[\w.-]+|\bsite-packages\b|\.venv/")
@@ -598,3 +658,32 @@ def test_no_machine_paths_in_the_book(book_dir, pages):
         text = _page_text(book_dir / rel)
         problems += [f"{rel}: …{text[max(0, m.start() - 60):m.end() + 40]}…" for m in MACHINE_PATH.finditer(text)]
     _fail_on(problems, "machine paths in the built book")
+
+
+CHAPTER_PAGE_MB = 2.5   # what a reader downloads for a chapter page, everything it loads included
+
+
+def test_each_page_loads_only_the_libraries_it_uses(audit):
+    """Vega only where a chart is drawn, MathJax only where a formula is, and never the theme's fontawesome.js (its
+    stylesheet draws the icons with Font Awesome's web fonts)."""
+    problems = []
+    for r in audit.values():
+        names = [path.rsplit("/", 1)[-1] for path in r.loaded]
+        vega = [n for n in names if n.startswith("vega")]
+        if vega and not r.charts:
+            problems.append(f"{r.url}: loads {', '.join(vega)} and has no chart")
+        if "tex-chtml.js" in names and not r.math.get("math"):
+            problems.append(f"{r.url}: loads MathJax and has no formula")
+        if "fontawesome.js" in names:
+            problems.append(f"{r.url}: loads fontawesome.js")
+    _fail_on(problems, "libraries a page does not use")
+
+
+def test_a_chapter_page_weighs_under_its_budget(audit):
+    chapters = {rel: r for rel, r in audit.items() if re.search(r"/\d\d-[^/]+/[^/]+\.html$", rel)}
+    assert chapters, "no chapter pages were read"
+    largest = lambda r: sorted(r.loaded.items(), key=lambda kv: -kv[1])[:4]
+    heavy = [f"{rel}: {r.weight_mb:.2f} MB, the largest: "
+             + ", ".join(f"{path.rsplit('/', 1)[-1]} {size / 1e6:.2f}" for path, size in largest(r))
+             for rel, r in chapters.items() if r.weight_mb > CHAPTER_PAGE_MB]
+    _fail_on(heavy, f"chapter pages over {CHAPTER_PAGE_MB} MB (compressed, as a web host serves them)")

@@ -216,14 +216,20 @@ def test_every_open_ended_exercise_has_a_discussion(nb):
 
 
 def test_intro_times_are_the_chapters_own():
-    rows = dict(re.findall(r"^\| (\d+) \| \{doc\}.*\| (\d+ min · \d+ min · \d+ min) \|$",
+    rows = dict(re.findall(r"^\| (\d+) \| \{doc\}.*\| (\d+ min · \d+ min · \d+ min · \d+ min) \|$",
                            (ROOT / "book" / "intro.md").read_text(), re.M))
     assert len(rows) == len(NOTEBOOKS)
     for nb in NOTEBOOKS:
         course = json.loads(nb.read_text())["metadata"]["course"]
         t = course["time"]
-        expected = f"{t['reading_min']} min · {t['quick_min_per_framework']} min · {t['full_min_per_framework']} min"
+        expected = (f"{t['reading_min']} min · {t['quick_min_per_framework']} min · {t['binder_min_pytorch']} min · "
+                    f"{t['full_min_per_framework']} min")
         assert rows[str(course["chapter"])] == expected, nb.name
+        prose = " ".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"])
+        box = re.search(r"\*\*Time\*\* reading (\d+) min · quick profile, per framework: about (\d+) min on a 2-core "
+                        r"CPU; on Binder's one CPU (\d+) min with PyTorch", " ".join(prose.split()))
+        assert box and box.groups() == (str(t["reading_min"]), str(t["quick_min_per_framework"]),
+                                        str(t["binder_min_pytorch"])), nb.name
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.parent.name)

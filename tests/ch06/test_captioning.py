@@ -2,10 +2,14 @@
 hand-made maps with known answers, BLEU with several references, the captioners' Keras and PyTorch twins with
 shared weights, the step interface against teacher forcing, training, the checkers and bad inputs."""
 
+import base64
+import io
+
 import numpy as np
 import pytest
 import torch
 from conftest import to_numpy
+from PIL import Image
 
 import attention_course as ac
 from attention_course.ch06_image_captioning import experiment as c6
@@ -308,6 +312,13 @@ def test_caption_attention_chart_checks_its_inputs():
     chart = ac.viz.caption_attention(list(scenes.images), [["a", "b", "c"]] * 2, maps, names=["x", "y"])
     spec = chart.to_dict()
     assert spec["description"] and len(spec["layer"]) == 3
+    pictures = spec["layer"][0]
+    assert pictures["mark"]["type"] == "image" and len(pictures["data"]["values"]) == 2   # one image mark a scene
+    for row, image in zip(pictures["data"]["values"], scenes.images, strict=True):
+        png = base64.b64decode(row["url"].removeprefix("data:image/png;base64,"))
+        shown = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")) / 255
+        np.testing.assert_allclose(shown, np.broadcast_to(image, shown.shape), atol=0.5 / 255 + 1e-6)
+        assert (row["x2"], row["y2"]) == (image.shape[1], image.shape[0])
     with pytest.raises(ValueError, match="3 words need 3 attention maps"):
         ac.viz.caption_attention(list(scenes.images), [["a", "b", "c"]] * 2, [np.zeros((2, 6, 6))] * 2)
 

@@ -2,10 +2,14 @@
 ``GlimpseClassifier`` twins with shared weights (forward and one epoch of training), where a window reads
 (``window_mass``) on hand-made windows with known answers, and the chart of glimpse paths."""
 
+import base64
+import io
+
 import numpy as np
 import pytest
 import torch
 from conftest import to_numpy
+from PIL import Image
 
 import attention_course as ac
 from attention_course.ch06_image_captioning import experiment as c6
@@ -172,8 +176,10 @@ def test_glimpse_paths_draws_one_numbered_square_per_glimpse():
     squares = spec["hconcat"][0]["layer"][1]["data"]["values"]
     assert [s["number"] for s in squares] == ["1", "2"]
     assert squares[0]["x"] == pytest.approx(16 - 8 * 4 / 2) and squares[1]["x2"] == pytest.approx(10 + 8 * 2 / 2)
-    pixels = spec["hconcat"][0]["layer"][0]["data"]["values"]
-    assert pixels and all(p["rgb"][1:3] == p["rgb"][3:5] == p["rgb"][5:7] for p in pixels)   # grey stays grey
+    (picture,) = spec["hconcat"][0]["layer"][0]["data"]["values"]                  # the image as one PNG
+    png = base64.b64decode(picture["url"].removeprefix("data:image/png;base64,"))
+    shown = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
+    assert shown.max() > 0 and (shown == shown[..., :1]).all()                            # grey stays grey
     with pytest.raises(ValueError, match="2 images, windows of shape"):
         ac.viz.glimpse_paths(data.images, windows[:1], n=8, names=["a", "b"], title="t", description="d")
 

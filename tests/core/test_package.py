@@ -309,6 +309,18 @@ def test_keras_fit_updates_repeated_embedding_rows():
     del torch
 
 
+@pytest.mark.parametrize("model", ["ch5-bahdanau", "ch6-soft", "ch8-transformer", "ch9-masked-lm"])
+def test_the_timed_training_steps_train_the_chapters_models(model):
+    from attention_course import bench
+
+    for fw in (ac.torch, ac.keras):
+        step = bench.training_pass(fw, model)
+        losses = [step() for _ in range(6)]
+        assert np.isfinite(losses).all() and losses[-1] < losses[0], (fw.__name__, losses)   # it learns the batch
+    with pytest.raises(ConfigError, match="trained model"):
+        bench.training_pass(ac.torch, "ch7-mha")
+
+
 def test_benchmark_results_are_committed_and_complete():
     # the chapters quote these; every case of tools/bench.py is there, in both frameworks, with its spread
     from attention_course import bench

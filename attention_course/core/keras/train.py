@@ -65,8 +65,19 @@ def fit(model: keras.Model, inputs, targets, *, epochs: int, batch_size: int = 6
     learning rate, in place of ``lr`` (``attention_course.core.train.warmup_schedule``).
     Returns the per-epoch history (loss, accuracy[, val_loss]).
     """
-    n = validate.examples(inputs, targets)                      # as many examples in each
     epochs, batch_size = validate.sizes(epochs=epochs, batch_size=batch_size)
+    trainer = make_trainer(model, inputs, targets, batch_size=batch_size, lr=lr, ignore_index=ignore_index,
+                           clip_norm=clip_norm, label_smoothing=label_smoothing, schedule=schedule)
+    return run(trainer, inputs, targets, epochs=epochs, batch_size=batch_size, seed=seed, desc=desc or "keras",
+               validation=validation, checkpoint=checkpoint, context=course_inputs.graph_errors())
+
+
+def make_trainer(model: keras.Model, inputs, targets, *, batch_size: int = 64, lr: float = 1e-3,
+                 ignore_index: int | None = None, clip_norm: float | None = None, label_smoothing: float = 0.0,
+                 schedule: Callable[[int], float] | None = None) -> _Trainer:
+    """``fit``'s side of the training loop for ``model`` on ``inputs`` and ``targets`` (the same settings): Adam and
+    one compiled training step; ``.step(xs, y, step)`` trains on one mini-batch (``make bench`` times it)."""
+    n = validate.examples(inputs, targets)                      # as many examples in each
     validate.positive("lr", lr)
     if clip_norm is not None:
         validate.positive("clip_norm", clip_norm)
@@ -88,10 +99,7 @@ def fit(model: keras.Model, inputs, targets, *, epochs: int, batch_size: int = 6
         optimizer.apply(grads, model.trainable_variables)
         return loss, hits, count
 
-    trainer = _Trainer(model, optimizer, train_step, schedule=schedule, ignore_index=ignore_index,
-                       batch_size=batch_size)
-    return run(trainer, inputs, targets, epochs=epochs, batch_size=batch_size, seed=seed, desc=desc or "keras",
-               validation=validation, checkpoint=checkpoint, context=course_inputs.graph_errors())
+    return _Trainer(model, optimizer, train_step, schedule=schedule, ignore_index=ignore_index, batch_size=batch_size)
 
 
 class _Trainer:
@@ -160,16 +168,19 @@ def evaluate_loss(model: keras.Model, inputs, targets, *, ignore_index: int | No
     return total / count
 
 
-def predict(model: keras.Model, inputs, batch_size: int = 512) -> np.ndarray:
-    """``model(*inputs)`` in inference mode, batched, as a NumPy array."""
+def predict(model: keras.Model, inputs, batch_size: int = 512, classes: bool = False) -> np.ndarray:
+    """``model(*inputs)`` in inference mode, batched, as a NumPy array; with ``classes`` the argmax of its last axis,
+    taken batch by batch (a masked LM's logits over a whole validation set would take gigabytes)."""
     n = validate.examples(inputs)
     validate.integer("batch_size", batch_size)
-    outs = [ops.convert_to_numpy(model(*[a[i:i + batch_size] for a in inputs], training=False))
-            for i in range(0, n, batch_size)]
+    outs = []
+    for i in range(0, n, batch_size):
+        out = ops.convert_to_numpy(model(*[a[i:i + batch_size] for a in inputs], training=False))
+        outs.append(out.argmax(-1) if classes else out)
     return np.concatenate(outs)
 
 
 def accuracy(model: keras.Model, inputs, targets, ignore_index: int | None = None, batch_size: int = 512) -> float:
     """Share of correct argmax predictions, leaving out ``ignore_index`` targets (predicted ``batch_size`` at a
     time: a smaller batch holds less memory)."""
-    return accuracy_of(lambda m, x: predict(m, x, batch_size), model, inputs, targets, ignore_index)
+    return accuracy_of(lambda m, x: predict(m, x, batch_size, classes=True), model, inputs, targets, ignore_index)

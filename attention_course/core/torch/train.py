@@ -39,18 +39,27 @@ def fit(model: nn.Module, inputs, targets, *, epochs: int, batch_size: int = 64,
     learning rate, in place of ``lr`` (``attention_course.core.train.warmup_schedule``).
     Returns the per-epoch history (loss, accuracy[, val_loss]).
     """
-    validate.examples(inputs, targets)                                      # as many examples in each
     epochs, batch_size = validate.sizes(epochs=epochs, batch_size=batch_size)
-    validate.positive("lr", lr)
-    if clip_norm is not None:
-        validate.positive("clip_norm", clip_norm)
-    validate.rate("label_smoothing", label_smoothing, "the share of probability spread over all classes")
-    trainer = _Trainer(model, targets, lr=lr, ignore_index=ignore_index, clip_norm=clip_norm,
-                       label_smoothing=label_smoothing, schedule=schedule, batch_size=batch_size)
+    trainer = make_trainer(model, inputs, targets, batch_size=batch_size, lr=lr, ignore_index=ignore_index,
+                           clip_norm=clip_norm, label_smoothing=label_smoothing, schedule=schedule)
     history = run(trainer, inputs, targets, epochs=epochs, batch_size=batch_size, seed=seed,
                   desc=desc or "pytorch", validation=validation, checkpoint=checkpoint)
     model.eval()
     return history
+
+
+def make_trainer(model: nn.Module, inputs, targets, *, batch_size: int = 64, lr: float = 1e-3,
+                 ignore_index: int | None = None, clip_norm: float | None = None, label_smoothing: float = 0.0,
+                 schedule: Callable[[int], float] | None = None) -> _Trainer:
+    """``fit``'s side of the training loop for ``model`` on ``inputs`` and ``targets`` (the same settings): Adam on
+    cross-entropy; ``.step(xs, y, step)`` trains on one mini-batch (``make bench`` times it)."""
+    validate.examples(inputs, targets)                                      # as many examples in each
+    validate.positive("lr", lr)
+    if clip_norm is not None:
+        validate.positive("clip_norm", clip_norm)
+    validate.rate("label_smoothing", label_smoothing, "the share of probability spread over all classes")
+    return _Trainer(model, targets, lr=lr, ignore_index=ignore_index, clip_norm=clip_norm,
+                    label_smoothing=label_smoothing, schedule=schedule, batch_size=batch_size)
 
 
 class _Trainer:
@@ -158,18 +167,21 @@ def evaluate_loss(model: nn.Module, inputs, targets, *, ignore_index: int | None
 
 
 @torch.no_grad()
-def predict(model: nn.Module, inputs, batch_size: int = 512) -> np.ndarray:
-    """``model(*inputs)`` in evaluation mode, batched, as a NumPy array."""
+def predict(model: nn.Module, inputs, batch_size: int = 512, classes: bool = False) -> np.ndarray:
+    """``model(*inputs)`` in evaluation mode, batched, as a NumPy array; with ``classes`` the argmax of its last
+    axis, taken batch by batch (a masked LM's logits over a whole validation set would take gigabytes)."""
     n = validate.examples(inputs)
     validate.integer("batch_size", batch_size)
     dev = device()
     model.to(dev).eval()
-    outs = [model(*_tensors([a[i:i + batch_size] for a in inputs], dev)).cpu().numpy()
-            for i in range(0, n, batch_size)]
+    outs = []
+    for i in range(0, n, batch_size):
+        out = model(*_tensors([a[i:i + batch_size] for a in inputs], dev)).cpu().numpy()
+        outs.append(out.argmax(-1) if classes else out)
     return np.concatenate(outs)
 
 
 def accuracy(model: nn.Module, inputs, targets, ignore_index: int | None = None, batch_size: int = 512) -> float:
     """Share of correct argmax predictions, leaving out ``ignore_index`` targets (predicted ``batch_size`` at a
     time: a smaller batch holds less memory)."""
-    return accuracy_of(lambda m, x: predict(m, x, batch_size), model, inputs, targets, ignore_index)
+    return accuracy_of(lambda m, x: predict(m, x, batch_size, classes=True), model, inputs, targets, ignore_index)

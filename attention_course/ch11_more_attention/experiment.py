@@ -1,0 +1,191 @@
+"""Chapter 11's experiments, the same in both frameworks (pass ``ac.torch`` or ``ac.keras`` as ``fw``).
+
+Pointer networks (Vinyals et al., 2015) on sorting: the input is N numbers, the output the positions that list
+them in increasing order. Trained on lengths up to ``train_max``; tested on longer lists, where a decoder with a
+fixed vocabulary of ``train_max`` positions cannot even name the answer and a pointer network still can.
+
+Convolutional attention (Allamanis et al., 2016) on reading the token after a marker: a score that sees each key
+alone can find the marker but not the token after it; one that sees a window of keys can.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from attention_course.core import validate
+from attention_course.core.backend import backend
+from attention_course.core.errors import ConfigError
+from attention_course.notebook import session
+
+__all__ = ["SIZES", "IGNORE", "Sorting", "sorting", "build", "train", "point", "scores", "generalisation",
+           "MARKER", "MARKER_SIZES", "Marked", "after_marker", "marker_reading"]
+
+#: The targets of padded steps, left out of the loss and the scores.
+IGNORE = -1
+
+#: Sizes of each profile: training lists of ``train_min``–``train_max`` numbers, test lists of each ``test_lengths``.
+SIZES: dict[str, dict[str, Any]] = {
+    "quick": {"n_train": 20_000, "n_test": 500, "train_min": 5, "train_max": 10, "test_lengths": (5, 10, 15, 20),
+              "hidden": 64, "epochs": 8, "batch_size": 128, "lr": 3e-3},
+    "full": {"n_train": 200_000, "n_test": 2000, "train_min": 5, "train_max": 10,
+             "test_lengths": (5, 10, 15, 20, 30, 40), "hidden": 256, "epochs": 20, "batch_size": 128, "lr": 1e-3},
+}
+
+
+@dataclass(frozen=True)
+class Sorting:
+    """Lists to sort, padded to the longest: ``x`` (n, N, 1) the numbers in [0, 1), ``mask`` (n, N) True at real
+    ones, ``order`` (n, N) the positions in increasing order of their numbers (``IGNORE`` after a list's end) and
+    ``previous`` (n, N) the decoder's input positions, the order shifted right (−1 first, 0 after the end)."""
+
+    x: np.ndarray
+    mask: np.ndarray
+    order: np.ndarray
+    previous: np.ndarray
+
+    @property
+    def inputs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.x, self.previous, self.mask
+
+
+def sorting(n: int, lengths: tuple[int, int] | int, seed: int) -> Sorting:
+    """``n`` lists of uniform numbers, each of a length drawn from ``lengths`` (low, high inclusive) or of that one
+    length, seeded."""
+    n = validate.integer("n", n)
+    low, high = (lengths, lengths) if isinstance(lengths, int) else lengths
+    low, high = validate.sizes(low=low, high=high)
+    if low > high:
+        raise ConfigError(f"lengths runs from {low} to {high}: the first must not exceed the second")
+    rng = np.random.default_rng(seed)
+    size = rng.integers(low, high + 1, n)
+    x = rng.random((n, high, 1), dtype=np.float32)
+    mask = np.arange(high)[None] < size[:, None]                                 # (n, N)
+    keyed = np.where(mask, x[..., 0], np.inf)                                    # pads sort last
+    order = np.argsort(keyed, axis=1, kind="stable")
+    order = np.where(mask, order, IGNORE)
+    previous = np.concatenate([np.full((n, 1), -1), np.maximum(order[:, :-1], 0)], axis=1)
+    return Sorting(np.where(mask[..., None], x, 0.0).astype(np.float32), mask, order.astype(np.int64),
+                   previous.astype(np.int64))
+
+
+def build(fw: ModuleType, kind: str, sizes: dict[str, Any], seed: int = 0):
+    """A ``PointerNetwork`` (``kind="pointer"``) or a ``FixedOutputNetwork`` of ``train_max`` positions
+    (``"fixed"``), seeded."""
+    validate.choice("model", kind, ("pointer", "fixed"))
+    session.seed_everything(seed)
+    if kind == "pointer":
+        return fw.PointerNetwork(1, sizes["hidden"])
+    return fw.FixedOutputNetwork(1, sizes["hidden"], sizes["train_max"])
+
+
+def train(fw: ModuleType, model, data: Sorting, sizes: dict[str, Any], *, seed: int = 0, desc: str | None = None):
+    """Teacher forcing on the training lists (padded steps left out of the loss). Returns the history."""
+    return fw.fit(model, data.inputs, data.order, epochs=sizes["epochs"], batch_size=sizes["batch_size"],
+                  lr=sizes["lr"], ignore_index=IGNORE, seed=seed, clip_norm=2.0, desc=desc)
+
+
+def point(model, data: Sorting, batch_size: int = 500) -> np.ndarray:
+    """Greedy decoding: at each step the most likely position, fed back as the next step's input (the whole
+    prefix is run again each step; the lists are short). → (n, N) positions, ``IGNORE`` after each list's end."""
+    run = backend(model).run
+    out = np.full(data.order.shape, IGNORE, np.int64)
+    for start in range(0, len(data.x), batch_size):
+        rows = slice(start, start + batch_size)
+        x, mask = data.x[rows], data.mask[rows]
+        previous = np.full((len(x), 1), -1, np.int64)
+        for t in range(x.shape[1]):
+            chosen = run(model, x, previous, mask)[:, -1].argmax(-1)            # (b,)
+            out[rows, t] = chosen
+            previous = np.concatenate([previous, np.minimum(chosen, x.shape[1] - 1)[:, None]], axis=1)
+    return np.where(data.mask, out, IGNORE)
+
+
+def scores(predicted: np.ndarray, data: Sorting) -> dict[str, float]:
+    """The share of output steps right, and of lists sorted exactly (every step right)."""
+    right = (predicted == data.order) | ~data.mask
+    return {"steps right": float(right[data.mask].mean()), "lists sorted": float(right.all(1).mean())}
+
+
+def generalisation(fw: ModuleType, sizes: dict[str, Any], seed: int = 0, *, models=("pointer", "fixed")):
+    """Train each model on lists of ``train_min``–``train_max`` numbers, then score it on test lists of each of
+    ``test_lengths``. A DataFrame: model, length, steps right, lists sorted, and the share of steps whose answer
+    is a position the fixed vocabulary lacks (≥ ``train_max``)."""
+    import pandas as pd
+
+    train_data = sorting(sizes["n_train"], (sizes["train_min"], sizes["train_max"]), seed)
+    rows, trained = [], {}
+    for kind in models:
+        model = build(fw, kind, sizes, seed)
+        train(fw, model, train_data, sizes, seed=seed, desc=f"{kind} ({backend(fw).name})")
+        trained[kind] = model
+        for length in sizes["test_lengths"]:
+            test = sorting(sizes["n_test"], length, seed + 1000 + length)
+            beyond = float((test.order[test.mask] >= sizes["train_max"]).mean())
+            rows.append({"model": kind, "length": length, **scores(point(model, test), test),
+                         "answers beyond the vocabulary": beyond})
+    return pd.DataFrame(rows), trained
+
+
+#: The marker's token id (0 is padding); the other tokens are 2, 3, …
+MARKER = 1
+#: The marker task: sequences of ``length`` random tokens from ``vocab`` (the marker and padding included), one
+#: marker at a random place before the last token; the model reads the token after it.
+MARKER_SIZES: dict[str, dict[str, Any]] = {
+    "quick": {"n_train": 8000, "n_test": 1000, "length": 12, "vocab": 20, "dim": 32, "epochs": 6, "batch_size": 64,
+              "lr": 1e-2, "widths": (1, 3)},
+    "full": {"n_train": 50_000, "n_test": 5000, "length": 40, "vocab": 100, "dim": 64, "epochs": 10,
+             "batch_size": 128, "lr": 3e-3, "widths": (1, 3, 5)},
+}
+
+
+@dataclass(frozen=True)
+class Marked:
+    """``ids`` (n, N) random tokens with one ``MARKER`` each at ``where`` (n,), ``mask`` (n, N) all True, and
+    ``target`` (n,) the token right after the marker."""
+
+    ids: np.ndarray
+    mask: np.ndarray
+    where: np.ndarray
+    target: np.ndarray
+
+
+def after_marker(n: int, length: int, vocab: int, seed: int) -> Marked:
+    """``n`` sequences of ``length`` tokens drawn from 2 … ``vocab`` − 1, each with the marker at a random place
+    before the last token, seeded."""
+    n, length, vocab = validate.sizes(n=n, length=length, vocab=vocab)
+    if length < 2 or vocab < 3:
+        raise ConfigError(f"the marker task needs sequences of at least 2 tokens and a vocabulary of at least 3 (the "
+                          f"pad, the marker and one word); got length={length}, vocab={vocab}")
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(MARKER + 1, vocab, size=(n, length))
+    where = rng.integers(0, length - 1, n)
+    ids[np.arange(n), where] = MARKER
+    return Marked(ids.astype(np.int64), np.ones((n, length), bool), where, ids[np.arange(n), where + 1])
+
+
+def marker_reading(fw: ModuleType, sizes: dict[str, Any], seeds=(0,)):
+    """Train a ``MarkerReader`` of each of ``widths`` on the marker task, once per seed; score it on held-out
+    sequences. A DataFrame: width, seed, accuracy, and the attention weight on the token after the marker (mean)
+    and on the marker itself; and the trained models, by (width, seed)."""
+    import pandas as pd
+
+    rows, trained = [], {}
+    for seed in seeds:
+        data = after_marker(sizes["n_train"], sizes["length"], sizes["vocab"], seed)
+        test = after_marker(sizes["n_test"], sizes["length"], sizes["vocab"], seed + 1000)
+        for width in sizes["widths"]:
+            session.seed_everything(seed)
+            model = fw.MarkerReader(sizes["vocab"], sizes["dim"], width)
+            fw.fit(model, (data.ids, data.mask), data.target, epochs=sizes["epochs"], batch_size=sizes["batch_size"],
+                   lr=sizes["lr"], seed=seed, desc=f"width {width} ({backend(fw).name})")
+            logits, weights = backend(fw).run(model, test.ids, test.mask, return_weights=True)
+            each = np.arange(len(test.ids))
+            rows.append({"width": width, "seed": seed, "accuracy": float((logits.argmax(-1) == test.target).mean()),
+                         "weight after the marker": float(weights[each, test.where + 1].mean()),
+                         "weight on the marker": float(weights[each, test.where].mean())})
+            trained[width, seed] = model
+    return pd.DataFrame(rows), trained

@@ -1,0 +1,145 @@
+"""Chapter 11 in Keras: the pointer network (Vinyals et al., 2015), whose attention over the input positions is its
+prediction, and the same encoder-decoder with a fixed vocabulary of output positions, the model a pointer network
+replaces; convolutional attention (Allamanis et al., 2016), whose scores see a window of neighbouring keys. Same
+names and signatures as ``torch.py`` beside it.
+
+Shapes: B batch, N input positions, F features per input element, T output steps, h the LSTMs' width.
+"""
+
+from __future__ import annotations
+
+from keras import layers, ops
+
+from attention_course.ch11_more_attention import validate
+from attention_course.core.keras import inputs
+from attention_course.core.keras.base import BuildOnCall, Layer, Model
+
+__all__ = ["PointerAttention", "PointerNetwork", "FixedOutputNetwork", "ConvolutionalAttention", "MarkerReader"]
+
+class PointerAttention(BuildOnCall, Layer):
+    """u_tj = vᵀ tanh(W_1 e_j + W_2 d_t), softmax over the input positions j: the distribution a pointer network
+    outputs (``reference.pointer_log_probs``). encoded (B, N, e), decoded (B, T, d), mask (B, N) → log p (B, T, N)."""
+
+    def __init__(self, enc_dim: int, dec_dim: int, units: int, **kwargs):
+        super().__init__(**kwargs)
+        enc_dim, dec_dim, units = validate.sizes(enc_dim=enc_dim, dec_dim=dec_dim, units=units)
+        self.W_1 = layers.Dense(units, use_bias=False)
+        self.W_2 = layers.Dense(units, use_bias=False)
+        self.v = layers.Dense(1, use_bias=False)
+
+    def call(self, encoded, decoded, mask=None):
+        encoded, decoded = inputs.floats(encoded, "encoded"), inputs.floats(decoded, "decoded")
+        validate.pointer_inputs(encoded, decoded, mask)
+        scores = ops.squeeze(self.v(ops.tanh(self.W_1(encoded)[:, None] + self.W_2(decoded)[:, :, None])), -1)
+        if mask is not None:                                                     # (B, T, N)
+            scores = ops.where(inputs.bool_mask(mask)[:, None], scores, -float("inf"))
+        return ops.log_softmax(scores, axis=-1)
+
+class _EncoderDecoder(Model):
+    """What both models share: each input element (F numbers) embedded, an LSTM encoder, an LSTM decoder started
+    from the encoder's last state whose input at step t is the element output at step t − 1 (a learned start
+    vector at t = 0), and the pointer's attention over the encoder's states. The encoder stops at each list's last
+    real element (``mask``), so a list reads the same padded or not."""
+
+    def __init__(self, features: int, hidden: int, **kwargs):
+        super().__init__(**kwargs)
+        features, hidden = validate.sizes(features=features, hidden=hidden)
+        self.features, self.hidden = features, hidden
+        self.embed = layers.Dense(hidden)
+        self.start = layers.Embedding(1, hidden)
+        self.encoder = layers.LSTM(hidden, return_sequences=True, return_state=True)
+        self.decoder = layers.LSTM(hidden, return_sequences=True)
+        self.pointer = PointerAttention(hidden, hidden, hidden)
+
+    def run(self, x, previous, mask=None):
+        # x (B, N, F), previous (B, T) the position output at t − 1 (−1 at t = 0) → encoded (B, N, h), decoded
+        # (B, T, h) and the pointer's log-probabilities (B, T, N)
+        x = inputs.floats(x, "x")
+        previous = inputs.tensor(previous, "previous")
+        known = not inputs.symbolic(previous) and int(ops.size(previous)) > 0
+        low, high = (int(ops.min(previous)), int(ops.max(previous))) if known else (None, None)
+        validate.previous_positions(inputs.dtype_name(previous), tuple(previous.shape), tuple(x.shape),
+                                    self.features, low, high)
+        validate.pointer_inputs(x, x, mask)                                      # the mask fits the elements
+        e = self.embed(x)                                                        # (B, N, h)
+        known_mask = None if mask is None else inputs.bool_mask(mask)
+        if known_mask is not None and not inputs.symbolic(known_mask):
+            validate.some_elements(int(ops.min(ops.sum(ops.cast(known_mask, "int32"), axis=1))))
+        encoded, h, c = self.encoder(e, mask=known_mask)                         # stops at each list's end
+        fed = ops.take_along_axis(e, ops.maximum(previous, 0)[..., None], axis=1)               # (B, T, h)
+        start = self.start(ops.zeros_like(previous))                                           # (B, T, h)
+        fed = ops.where((previous < 0)[..., None], start, fed)
+        decoded = self.decoder(fed, initial_state=[h, c])                        # (B, T, h)
+        return encoded, decoded, self.pointer(encoded, decoded, mask)
+
+class PointerNetwork(_EncoderDecoder):
+    """Vinyals et al.'s pointer network: at each step the attention over the N input positions is the output, so
+    the output "vocabulary" grows with the input. x (B, N, F), previous (B, T), mask (B, N) → log p (B, T, N)."""
+
+    def call(self, x, previous, mask=None):
+        return self.run(x, previous, mask)[2]
+
+class FixedOutputNetwork(_EncoderDecoder):
+    """The same encoder-decoder with attention, predicting the output position from a fixed vocabulary of
+    ``positions`` classes (a softmax layer over [decoder state; attention context]), as a sequence-to-sequence model
+    with attention would: it cannot name a position ≥ ``positions``. x (B, N, F), previous (B, T), mask (B, N)
+    → logits (B, T, positions)."""
+
+    def __init__(self, features: int, hidden: int, positions: int, **kwargs):
+        super().__init__(features, hidden, **kwargs)
+        (self.positions,) = validate.sizes(positions=positions)
+        self.out = layers.Dense(positions)
+
+    def call(self, x, previous, mask=None):
+        encoded, decoded, log_p = self.run(x, previous, mask)
+        context = ops.matmul(ops.exp(log_p), encoded)                            # (B, T, h)
+        return self.out(ops.concatenate([decoded, context], axis=-1))            # (B, T, positions)
+
+
+class ConvolutionalAttention(BuildOnCall, Layer):
+    """e_j = vᵀ tanh(conv(K)_j + W_q q): the additive score with each key's features computed by a convolution
+    over the ``width`` keys centred on it (``reference.convolutional_scores``), so that a score can depend on a
+    neighbour ("the word after 'Mr.'"); ``width=1`` is Bahdanau's additive score, each key alone. Then a softmax
+    over the keys and the weighted sum of the values.
+
+    query (B, d_q), keys (B, N, d_k), values (B, N, d_v), mask (B, N) → context (B, d_v) [, weights (B, N)]."""
+
+    def __init__(self, d_query: int, d_key: int, units: int, width: int = 3, **kwargs):
+        super().__init__(**kwargs)
+        d_query, d_key, units, width = validate.sizes(d_query=d_query, d_key=d_key, units=units, width=width)
+        validate.odd_width(width)
+        self.conv = layers.Conv1D(units, width, padding="same")                 # zeros beyond the ends
+        self.W_q = layers.Dense(units, use_bias=False)
+        self.v = layers.Dense(1, use_bias=False)
+
+    def call(self, query, keys, values, mask=None, return_weights: bool = False):
+        query, keys, values = (inputs.floats(a, n) for a, n in ((query, "query"), (keys, "keys"), (values, "values")))
+        validate.pooled_attention(query, keys, values, mask)
+        scores = ops.squeeze(self.v(ops.tanh(self.conv(keys) + self.W_q(query)[:, None])), -1)   # (B, N)
+        if mask is not None:
+            scores = ops.where(inputs.bool_mask(mask), scores, -float("inf"))
+        weights = ops.softmax(scores, axis=-1)
+        context = ops.sum(weights[..., None] * values, axis=1)                  # (B, d_v)
+        return (context, weights) if return_weights else context
+
+
+class MarkerReader(Model):
+    """Reads one token of a sequence, chosen by where it stands: token embeddings, attention from a learned query
+    (``ConvolutionalAttention`` of ``width``), a linear layer to the vocabulary. ids (B, N), mask (B, N) → logits
+    (B, vocab) [, weights (B, N)]."""
+
+    def __init__(self, vocab: int, dim: int, width: int = 3, **kwargs):
+        super().__init__(**kwargs)
+        vocab, dim = validate.sizes(vocab=vocab, dim=dim)
+        self.embed = layers.Embedding(vocab, dim)
+        self.query = layers.Embedding(1, dim)
+        self.attention = ConvolutionalAttention(dim, dim, dim, width)
+        self.out = layers.Dense(vocab)
+
+    def call(self, ids, mask=None, return_weights: bool = False):
+        ids = inputs.ids(ids, "ids", self.embed)
+        e = self.embed(ids)                                                      # (B, N, d)
+        query = self.query(ops.zeros_like(ids[:, 0]))                           # (B, d)
+        context, weights = self.attention(query, e, e, mask, return_weights=True)
+        logits = self.out(context)                                               # (B, vocab)
+        return (logits, weights) if return_weights else logits

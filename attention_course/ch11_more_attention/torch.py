@@ -1,0 +1,157 @@
+"""Chapter 11 in PyTorch: the pointer network (Vinyals et al., 2015), whose attention over the input positions is
+its prediction, and the same encoder-decoder with a fixed vocabulary of output positions, the model a pointer
+network replaces; convolutional attention (Allamanis et al., 2016), whose scores see a window of neighbouring keys.
+Same names and signatures as ``keras.py`` beside it.
+
+Shapes: B batch, N input positions, F features per input element, T output steps, h the LSTMs' width.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from attention_course.ch11_more_attention import validate
+from attention_course.core.torch import inputs
+
+__all__ = ["PointerAttention", "PointerNetwork", "FixedOutputNetwork", "ConvolutionalAttention", "MarkerReader"]
+
+
+class PointerAttention(nn.Module):
+    """u_tj = vᵀ tanh(W_1 e_j + W_2 d_t), softmax over the input positions j: the distribution a pointer network
+    outputs (``reference.pointer_log_probs``). encoded (B, N, e), decoded (B, T, d), mask (B, N) → log p (B, T, N)."""
+
+    def __init__(self, enc_dim: int, dec_dim: int, units: int):
+        super().__init__()
+        enc_dim, dec_dim, units = validate.sizes(enc_dim=enc_dim, dec_dim=dec_dim, units=units)
+        self.W_1 = nn.Linear(enc_dim, units, bias=False)
+        self.W_2 = nn.Linear(dec_dim, units, bias=False)
+        self.v = nn.Linear(units, 1, bias=False)
+
+    def forward(self, encoded, decoded, mask=None):
+        encoded, decoded = inputs.floats(encoded, "encoded"), inputs.floats(decoded, "decoded", encoded.device)
+        validate.pointer_inputs(encoded, decoded, mask)
+        scores = self.v(torch.tanh(self.W_1(encoded)[:, None] + self.W_2(decoded)[:, :, None])).squeeze(-1)
+        if mask is not None:                                                     # (B, T, N)
+            scores = scores.masked_fill(~inputs.bool_mask(mask, "mask", encoded.device)[:, None], -torch.inf)
+        return torch.log_softmax(scores, dim=-1)
+
+
+class _EncoderDecoder(nn.Module):
+    """What both models share: each input element (F numbers) embedded, an LSTM encoder, an LSTM decoder started
+    from the encoder's last state whose input at step t is the element output at step t − 1 (a learned start
+    vector at t = 0), and the pointer's attention over the encoder's states. The encoder stops at each list's last
+    real element (``mask``), so a list reads the same padded or not."""
+
+    def __init__(self, features: int, hidden: int):
+        super().__init__()
+        features, hidden = validate.sizes(features=features, hidden=hidden)
+        self.features, self.hidden = features, hidden
+        self.embed = nn.Linear(features, hidden)
+        self.start = nn.Embedding(1, hidden)
+        self.encoder = nn.LSTM(hidden, hidden, batch_first=True)
+        self.decoder = nn.LSTM(hidden, hidden, batch_first=True)
+        self.pointer = PointerAttention(hidden, hidden, hidden)
+
+    def run(self, x, previous, mask=None):
+        # x (B, N, F), previous (B, T) the position output at t − 1 (−1 at t = 0) → encoded (B, N, h), decoded
+        # (B, T, h) and the pointer's log-probabilities (B, T, N)
+        x = inputs.floats(x, "x")
+        previous = inputs.tensor(previous, "previous", x.device)
+        low, high = (int(previous.min()), int(previous.max())) if previous.numel() else (None, None)
+        validate.previous_positions(inputs.dtype_name(previous), tuple(previous.shape), tuple(x.shape), self.features,
+                                    low, high)
+        validate.pointer_inputs(x, x, mask)                                      # the mask fits the elements
+        e = self.embed(x)                                                        # (B, N, h)
+        encoded, state = self.encode(e, mask)
+        fed = torch.gather(e, 1, previous.clamp(min=0)[..., None].expand(-1, -1, self.hidden))   # (B, T, h)
+        fed = torch.where(previous[..., None] < 0, self.start.weight[0], fed)
+        decoded, _ = self.decoder(fed, state)                                    # (B, T, h)
+        return encoded, decoded, self.pointer(encoded, decoded, mask)
+
+
+    def encode(self, e, mask=None):
+        # e (B, N, h) → states (B, N, h) and the state after each list's last real element (a pad changes nothing)
+        if mask is None:
+            return self.encoder(e)
+        lengths = inputs.bool_mask(mask, "mask", e.device).sum(1)
+        validate.some_elements(int(lengths.min()) if len(lengths) else 1)
+        packed = nn.utils.rnn.pack_padded_sequence(e, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        out, state = self.encoder(packed)
+        return nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=e.shape[1])[0], state
+
+
+class PointerNetwork(_EncoderDecoder):
+    """Vinyals et al.'s pointer network: at each step the attention over the N input positions is the output, so
+    the output "vocabulary" grows with the input. x (B, N, F), previous (B, T), mask (B, N) → log p (B, T, N)."""
+
+    def forward(self, x, previous, mask=None):
+        return self.run(x, previous, mask)[2]
+
+
+class FixedOutputNetwork(_EncoderDecoder):
+    """The same encoder-decoder with attention, predicting the output position from a fixed vocabulary of
+    ``positions`` classes (a softmax layer over [decoder state; attention context]), as a sequence-to-sequence model
+    with attention would: it cannot name a position ≥ ``positions``. x (B, N, F), previous (B, T), mask (B, N)
+    → logits (B, T, positions)."""
+
+    def __init__(self, features: int, hidden: int, positions: int):
+        super().__init__(features, hidden)
+        (self.positions,) = validate.sizes(positions=positions)
+        self.out = nn.Linear(2 * hidden, positions)
+
+    def forward(self, x, previous, mask=None):
+        encoded, decoded, log_p = self.run(x, previous, mask)
+        context = log_p.exp() @ encoded                                          # (B, T, h)
+        return self.out(torch.cat([decoded, context], dim=-1))                   # (B, T, positions)
+
+
+class ConvolutionalAttention(nn.Module):
+    """e_j = vᵀ tanh(conv(K)_j + W_q q): the additive score with each key's features computed by a convolution
+    over the ``width`` keys centred on it (``reference.convolutional_scores``), so that a score can depend on a
+    neighbour ("the word after 'Mr.'"); ``width=1`` is Bahdanau's additive score, each key alone. Then a softmax
+    over the keys and the weighted sum of the values.
+
+    query (B, d_q), keys (B, N, d_k), values (B, N, d_v), mask (B, N) → context (B, d_v) [, weights (B, N)]."""
+
+    def __init__(self, d_query: int, d_key: int, units: int, width: int = 3):
+        super().__init__()
+        d_query, d_key, units, width = validate.sizes(d_query=d_query, d_key=d_key, units=units, width=width)
+        validate.odd_width(width)
+        self.conv = nn.Conv1d(d_key, units, width, padding=width // 2)       # zeros beyond the ends
+        self.W_q = nn.Linear(d_query, units, bias=False)
+        self.v = nn.Linear(units, 1, bias=False)
+
+    def forward(self, query, keys, values, mask=None, return_weights: bool = False):
+        query, keys = inputs.floats(query, "query"), inputs.floats(keys, "keys", query.device)
+        values = inputs.floats(values, "values", query.device)
+        validate.pooled_attention(query, keys, values, mask)
+        features = self.conv(keys.transpose(1, 2)).transpose(1, 2)              # (B, N, u)
+        scores = self.v(torch.tanh(features + self.W_q(query)[:, None])).squeeze(-1)   # (B, N)
+        if mask is not None:
+            scores = scores.masked_fill(~inputs.bool_mask(mask, "mask", query.device), -torch.inf)
+        weights = torch.softmax(scores, dim=-1)
+        context = (weights[..., None] * values).sum(1)                          # (B, d_v)
+        return (context, weights) if return_weights else context
+
+
+class MarkerReader(nn.Module):
+    """Reads one token of a sequence, chosen by where it stands: token embeddings, attention from a learned query
+    (``ConvolutionalAttention`` of ``width``), a linear layer to the vocabulary. ids (B, N), mask (B, N) → logits
+    (B, vocab) [, weights (B, N)]."""
+
+    def __init__(self, vocab: int, dim: int, width: int = 3):
+        super().__init__()
+        vocab, dim = validate.sizes(vocab=vocab, dim=dim)
+        self.embed = nn.Embedding(vocab, dim)
+        self.query = nn.Embedding(1, dim)
+        self.attention = ConvolutionalAttention(dim, dim, dim, width)
+        self.out = nn.Linear(dim, vocab)
+
+    def forward(self, ids, mask=None, return_weights: bool = False):
+        ids = inputs.ids(ids, "ids", self.embed)
+        e = self.embed(ids)                                                      # (B, N, d)
+        query = self.query.weight.expand(len(ids), -1)                           # (B, d)
+        context, weights = self.attention(query, e, e, mask, return_weights=True)
+        logits = self.out(context)                                               # (B, vocab)
+        return (logits, weights) if return_weights else logits
