@@ -325,10 +325,13 @@ def test_benchmark_results_are_committed_and_complete():
     # the chapters quote these; every case of tools/bench.py is there, in both frameworks, with its spread
     from attention_course import bench
 
-    for case in ("ch2-length", "ch2-window", "ch4-concat", "ch4-scores", "ch7-mha", "ch8-kvcache", "ch10-flash"):
+    for case in ("ch2-length", "ch2-window", "ch4-concat", "ch4-scores", "ch7-mha", "ch8-kvcache", "ch10-flash",
+                 "train-step"):
         rows = bench.load(case)
         assert {r["framework"] for r in rows} == {"keras", "pytorch"}, case
         assert all(r["q1_ms"] <= r["median_ms"] <= r["q3_ms"] and r["runs"] >= 5 for r in rows), case  # not timed
+    assert {(r["framework"], r["kind"]) for r in bench.load("train-step")} == {
+        (fw, kind) for fw in ("keras", "pytorch") for kind in bench.TRAINED}
     memory = bench.load("ch7-memory")                    # every kind at every length of ch7-mha, in both
     assert {(r["framework"], r["kind"], r["length"]) for r in memory} == {
         (r["framework"], r["kind"], r["length"]) for r in bench.load("ch7-mha")}
