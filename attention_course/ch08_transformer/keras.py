@@ -12,6 +12,7 @@ import math
 
 import keras
 import numpy as np
+import tensorflow as tf
 from keras import initializers, layers, ops
 
 from attention_course.ch07_self_attention.keras import MultiHeadAttention, rope, sinusoids
@@ -19,8 +20,8 @@ from attention_course.ch08_transformer import validate
 from attention_course.core.keras import inputs
 from attention_course.core.keras.base import BuildOnCall, Layer, Model
 
-__all__ = ["KVCache", "CachedMultiHeadAttention", "FeedForward", "EncoderLayer", "DecoderLayer", "Transformer",
-           "LanguageModel", "framework_encoder_layer"]
+__all__ = ["KVCache", "StaticKVCache", "CachedMultiHeadAttention", "FeedForward", "EncoderLayer", "DecoderLayer",
+           "Transformer", "LanguageModel", "framework_encoder_layer"]
 
 EPSILON = 1e-5   # LayerNorm's epsilon, PyTorch's default (Keras' own is 1e-3)
 
@@ -33,6 +34,21 @@ def _torch_init():
 
 def torch_like_dense(units: int) -> layers.Dense:
     return layers.Dense(units, kernel_initializer=_torch_init())
+
+
+def sinusoids_at(positions, d: int):
+    """Chapter 7's sinusoids at the positions ``positions`` (T,), a tensor (a compiled step's offset) → (T, d)."""
+    rate = ops.exp(ops.arange(0, d, 2, dtype="float32") * (-math.log(10000.0) / d))      # (⌈d/2⌉,)
+    angle = ops.cast(positions, "float32")[:, None] * rate                                # (T, ⌈d/2⌉)
+    return ops.reshape(ops.stack([ops.sin(angle), ops.cos(angle)], axis=-1), (-1, 2 * rate.shape[0]))[:, :d]
+
+
+def compiled(model, method: str):
+    """``model.method`` as a TensorFlow graph, kept on the model (traced once for each new input shape)."""
+    graphs = model.__dict__.setdefault("_graphs", {})
+    if method not in graphs:
+        graphs[method] = tf.function(getattr(model, method))
+    return graphs[method]
 
 
 def projected_attention(d_model: int, heads: int, layer: type = MultiHeadAttention) -> MultiHeadAttention:
@@ -69,6 +85,42 @@ class KVCache:
             self.keys, self.values = ops.take(self.keys, index, axis=0), ops.take(self.values, index, axis=0)
 
 
+class StaticKVCache(KVCache):
+    """A key–value cache of fixed ``capacity``, for a compiled decoding step: each call writes its keys and values at
+    position ``length`` of buffers (B, h, capacity, d_head) and its queries see the positions written so far, so
+    every step has the same shapes and TensorFlow traces it once. (A growing ``KVCache`` changes shape at every
+    step; run op by op, each Keras step costs milliseconds of overhead whatever it computes.)"""
+
+    def __init__(self, keys, values, length):
+        self.keys, self.values, self.length = keys, values, length     # buffers (B, h, C, d_head); length: int32
+
+    @classmethod
+    def empty(cls, batch: int, heads: int, capacity: int, d_head: int) -> StaticKVCache:
+        zeros = ops.zeros((batch, heads, capacity, d_head))
+        return cls(zeros, zeros, ops.convert_to_tensor(0, dtype="int32"))
+
+    def __len__(self) -> int:
+        return int(self.length)                                       # eager only: in a graph it is a tensor
+
+    def append(self, k, v):
+        """Write this call's keys and values (B, h, T, d_head) at ``length``; returns the whole buffers."""
+        validate.same_steps(tuple(self.keys.shape), tuple(k.shape))
+        start = [0, 0, self.length, 0]
+        self.keys, self.values = ops.slice_update(self.keys, start, k), ops.slice_update(self.values, start, v)
+        self.length = self.length + k.shape[-2]
+        return self.keys, self.values
+
+    def visible(self, t_q: int):
+        """(1, T_q, C) bool: query i of this call, at position length − T_q + i, sees the positions up to its own."""
+        positions = self.length - t_q + ops.arange(t_q, dtype="int32")           # (T_q,)
+        return (ops.arange(self.keys.shape[-2], dtype="int32")[None, :] <= positions[:, None])[None]
+
+    def grown(self, capacity: int) -> StaticKVCache:
+        """The same cache in buffers of a larger ``capacity`` (zeros after ``length``)."""
+        pad = [(0, 0), (0, 0), (0, capacity - self.keys.shape[-2]), (0, 0)]
+        return StaticKVCache(ops.pad(self.keys, pad), ops.pad(self.values, pad), self.length)
+
+
 class CachedMultiHeadAttention(MultiHeadAttention):
     """Chapter 7's multi-head attention, able to decode one step at a time: with ``cache`` (a ``KVCache``), this
     call's keys and values are appended to the cache and the queries attend to all of them, so each new step
@@ -79,10 +131,12 @@ class CachedMultiHeadAttention(MultiHeadAttention):
         if cache is None:
             return super().call(query, key, value, mask, causal, return_weights)
         q, k, v, mask = self.project(query, key, value, mask)         # (B, h, T_q or T_k, d_head) each
-        past = len(cache)                                             # positions already in the cache
         if self.rotary:
+            past = len(cache)                                         # positions already in the cache
             q, k = rope(q, offset=past + k.shape[-2] - q.shape[-2]), rope(k, offset=past)
         k, v = cache.append(k, v)                                     # (B, h, past + T_k, d_head)
+        if isinstance(cache, StaticKVCache):                          # (B, h, C, d_head): hide the unwritten end
+            mask = cache.visible(q.shape[-2])
         return self.attend(q, k, v, mask, causal, return_weights)
 
 
@@ -198,10 +252,13 @@ class Transformer(Model):
         self.decoder_norm = keras.layers.LayerNormalization(epsilon=EPSILON) if norm_first else keras.layers.Identity()
         self.out = torch_like_dense(tgt_vocab)
 
-    def _embed(self, table, ids, offset: int = 0, training=None):
+    def _embed(self, table, ids, offset=0, training=None):
         # ids (B, T) → (B, T, d): the embedding × √d plus the sinusoids of positions offset … offset + T − 1
         x = table(ids) * math.sqrt(self.d_model)
-        return self.dropout(x + sinusoids(offset + ids.shape[1], self.d_model)[offset:], training=training)
+        if isinstance(offset, int):
+            return self.dropout(x + sinusoids(offset + ids.shape[1], self.d_model)[offset:], training=training)
+        return self.dropout(x + sinusoids_at(offset + ops.arange(ids.shape[1]), self.d_model),   # compiled step
+                            training=training)
 
     def encode(self, src, src_mask, return_weights: bool = False, training=None):
         # src (B, S) ids, src_mask (B, S), None: no padding → memory (B, S, d) [, weights per layer]
@@ -240,16 +297,37 @@ class Transformer(Model):
         return logits, {"encoder": encoded[2], "decoder": [w[0] for w in dec_weights],
                         "cross": [w[1] for w in dec_weights]}
 
-    # one step at a time, on NumPy arrays, for greedy and beam search (attention_course.core.decode)
-    def start(self, src, src_mask):
+    # one step at a time, on NumPy arrays, for greedy and beam search (attention_course.core.decode); the step is
+    # compiled, with a cache of fixed capacity that doubles when full (one trace per capacity)
+    def start(self, src, src_mask, capacity: int = 32):
         memory, mask = self.encode(src, src_mask)
-        return {"memory": memory, "mask": mask, "caches": [KVCache() for _ in self.decoder], "steps": 0}
+        heads = self.decoder[0].self_attention.heads
+        caches = [StaticKVCache.empty(memory.shape[0], heads, capacity, self.d_model // heads) for _ in self.decoder]
+        return {"memory": memory, "mask": mask, "caches": caches, "steps": 0}
 
     def step(self, tokens, state):
         tokens = ops.convert_to_tensor(np.asarray(tokens)[:, None], dtype="int32")
-        logits = self.decode(tokens, state["memory"], state["mask"], state["caches"], offset=state["steps"])
-        state = {**state, "steps": state["steps"] + 1}
-        return ops.convert_to_numpy(ops.log_softmax(logits[:, -1], axis=-1)), state, None
+        caches = state["caches"]
+        if state["steps"] == caches[0].keys.shape[-2]:
+            caches = [cache.grown(2 * state["steps"]) for cache in caches]
+        log_probs, keys, values = compiled(self, "_cached_step")(
+            tokens, state["memory"], state["mask"], [c.keys for c in caches], [c.values for c in caches],
+            caches[0].length)
+        caches = [StaticKVCache(k, v, caches[0].length + 1) for k, v in zip(keys, values, strict=True)]
+        return ops.convert_to_numpy(log_probs), {**state, "caches": caches, "steps": state["steps"] + 1}, None
+
+    def compiled_decode(self, tgt_in, memory, memory_mask):
+        """``decode`` without a cache, compiled (how ``attention_course.core.decode.Recompute`` runs this model):
+        the targets padded on the right to a power of two, which changes no earlier position (the self-attention
+        is causal), so that a few graphs serve every length."""
+        t = np.shape(tgt_in)[1]
+        padded = np.pad(np.asarray(tgt_in), ((0, 0), (0, max(8, 2 ** math.ceil(math.log2(t))) - t)))
+        return compiled(self, "decode")(padded, memory, memory_mask)[:, :t]
+
+    def _cached_step(self, tokens, memory, mask, keys, values, length):
+        caches = [StaticKVCache(k, v, length) for k, v in zip(keys, values, strict=True)]
+        logits = self.decode(tokens, memory, mask, caches, offset=length)
+        return ops.log_softmax(logits[:, -1], axis=-1), [c.keys for c in caches], [c.values for c in caches]
 
     def reorder(self, state, index):
         for cache in state["caches"]:
@@ -285,7 +363,8 @@ class LanguageModel(Model):
     def call(self, ids, caches=None, offset: int = 0, return_weights: bool = False, training=None):
         # ids (B, T) → logits (B, T, V) [, self-attention weights (B, h, T, offset + T) per block]
         ids = inputs.ids(ids, "ids", self.embedding)
-        validate.within_context(offset + ids.shape[1], self.context)
+        if isinstance(offset, int):                                   # a compiled step checks it before the call
+            validate.within_context(offset + ids.shape[1], self.context)
         x, weights = self._embed(self.embedding, ids, offset, training), []
         for i, block in enumerate(self.blocks):
             out = block(x, cache=None if caches is None else caches[i], return_weights=return_weights,
@@ -295,18 +374,30 @@ class LanguageModel(Model):
         logits = self.out(self.norm(x))
         return (logits, weights) if return_weights else logits
 
-    # one token at a time, on NumPy arrays (attention_course.core.decode.sample)
+    # one token at a time, on NumPy arrays (attention_course.core.decode.sample); the step is compiled, with a
+    # cache that holds the whole context
     def start(self, prefix):
-        state = {"caches": [KVCache() for _ in self.blocks], "steps": int(np.shape(prefix)[1])}
+        heads = self.blocks[0].self_attention.heads
+        caches = [StaticKVCache.empty(np.shape(prefix)[0], heads, self.context, self.d_model // heads)
+                  for _ in self.blocks]
+        state = {"caches": caches, "steps": int(np.shape(prefix)[1])}
         if state["steps"]:
-            self(ops.convert_to_tensor(np.asarray(prefix), dtype="int32"), caches=state["caches"])
+            self(ops.convert_to_tensor(np.asarray(prefix), dtype="int32"), caches=caches)
         return state
 
     def step(self, tokens, state):
+        validate.within_context(state["steps"] + 1, self.context)
         tokens = ops.convert_to_tensor(np.asarray(tokens)[:, None], dtype="int32")
-        logits = self(tokens, caches=state["caches"], offset=state["steps"])
-        state = {**state, "steps": state["steps"] + 1}
-        return ops.convert_to_numpy(ops.log_softmax(logits[:, -1], axis=-1)), state, None
+        caches = state["caches"]
+        log_probs, keys, values = compiled(self, "_cached_step")(
+            tokens, [c.keys for c in caches], [c.values for c in caches], caches[0].length)
+        caches = [StaticKVCache(k, v, caches[0].length + 1) for k, v in zip(keys, values, strict=True)]
+        return ops.convert_to_numpy(log_probs), {**state, "caches": caches, "steps": state["steps"] + 1}, None
+
+    def _cached_step(self, tokens, keys, values, length):
+        caches = [StaticKVCache(k, v, length) for k, v in zip(keys, values, strict=True)]
+        logits = self(tokens, caches=caches, offset=length)
+        return ops.log_softmax(logits[:, -1], axis=-1), [c.keys for c in caches], [c.values for c in caches]
 
 
 def framework_encoder_layer(layer: EncoderLayer) -> keras.Model:

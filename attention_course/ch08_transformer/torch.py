@@ -19,8 +19,8 @@ from attention_course.ch07_self_attention.torch import MultiHeadAttention, rope,
 from attention_course.ch08_transformer import validate
 from attention_course.core.torch import inputs
 
-__all__ = ["KVCache", "CachedMultiHeadAttention", "FeedForward", "EncoderLayer", "DecoderLayer", "Transformer",
-           "LanguageModel", "framework_encoder_layer"]
+__all__ = ["KVCache", "StaticKVCache", "CachedMultiHeadAttention", "FeedForward", "EncoderLayer", "DecoderLayer",
+           "Transformer", "LanguageModel", "framework_encoder_layer"]
 
 
 class KVCache:
@@ -50,6 +50,42 @@ class KVCache:
             self.keys, self.values = self.keys.index_select(0, index), self.values.index_select(0, index)
 
 
+class StaticKVCache(KVCache):
+    """A key–value cache of fixed ``capacity``, for a compiled decoding step: each call writes its keys and values at
+    position ``length`` of buffers (B, h, capacity, d_head) and its queries see the positions written so far, so
+    every step has the same shapes. (PyTorch's models run op by op, fast enough to keep the growing ``KVCache``;
+    ``torch.compile`` or CUDA graphs would want this one.)"""
+
+    def __init__(self, keys, values, length):
+        self.keys, self.values, self.length = keys, values, length     # buffers (B, h, C, d_head); length: int
+
+    @classmethod
+    def empty(cls, batch: int, heads: int, capacity: int, d_head: int) -> StaticKVCache:
+        return cls(torch.zeros(batch, heads, capacity, d_head), torch.zeros(batch, heads, capacity, d_head), 0)
+
+    def __len__(self) -> int:
+        return int(self.length)
+
+    def append(self, k, v):
+        """Write this call's keys and values (B, h, T, d_head) at ``length``; returns the whole buffers."""
+        validate.same_steps(tuple(self.keys.shape), tuple(k.shape))
+        end = self.length + k.shape[-2]
+        self.keys = self.keys.to(k.device).slice_scatter(k, dim=2, start=self.length, end=end)
+        self.values = self.values.to(v.device).slice_scatter(v, dim=2, start=self.length, end=end)
+        self.length = end
+        return self.keys, self.values
+
+    def visible(self, t_q: int):
+        """(1, T_q, C) bool: query i of this call, at position length − T_q + i, sees the positions up to its own."""
+        positions = self.length - t_q + torch.arange(t_q, device=self.keys.device)              # (T_q,)
+        return (torch.arange(self.keys.shape[-2], device=self.keys.device)[None, :] <= positions[:, None])[None]
+
+    def grown(self, capacity: int) -> StaticKVCache:
+        """The same cache in buffers of a larger ``capacity`` (zeros after ``length``)."""
+        pad = (0, 0, 0, capacity - self.keys.shape[-2])
+        return StaticKVCache(F.pad(self.keys, pad), F.pad(self.values, pad), self.length)
+
+
 class CachedMultiHeadAttention(MultiHeadAttention):
     """Chapter 7's multi-head attention, able to decode one step at a time: with ``cache`` (a ``KVCache``), this
     call's keys and values are appended to the cache and the queries attend to all of them, so each new step
@@ -60,10 +96,12 @@ class CachedMultiHeadAttention(MultiHeadAttention):
         if cache is None:
             return super().forward(query, key, value, mask, causal, return_weights)
         q, k, v, mask = self.project(query, key, value, mask)         # (B, h, T_q or T_k, d_head) each
-        past = len(cache)                                             # positions already in the cache
         if self.rotary:
+            past = len(cache)                                         # positions already in the cache
             q, k = rope(q, offset=past + k.shape[-2] - q.shape[-2]), rope(k, offset=past)
         k, v = cache.append(k, v)                                     # (B, h, past + T_k, d_head)
+        if isinstance(cache, StaticKVCache):                          # (B, h, C, d_head): hide the unwritten end
+            mask = cache.visible(q.shape[-2])
         return self.attend(q, k, v, mask, causal, return_weights)
 
 

@@ -62,6 +62,7 @@ class Recompute:
 
     def __init__(self, model):
         self.model = model
+        self.decode = getattr(model, "compiled_decode", model.decode)   # a Keras model runs it as one graph
 
     def start(self, src, src_mask):
         return {"state": self.model.start(src, src_mask), "tokens": []}
@@ -70,7 +71,7 @@ class Recompute:
         prefix = np.stack([*state["tokens"], np.asarray(tokens)], axis=1)           # (N, steps so far)
         inner = state["state"]
         with no_grad(self.model):   # a PyTorch model's cached step too
-            logits = self.model.decode(prefix, inner["memory"], inner["mask"])[:, -1]
+            logits = self.decode(prefix, inner["memory"], inner["mask"])[:, -1]
         logits = to_numpy(logits)
         log_probs = logits - logits.max(-1, keepdims=True)
         log_probs -= np.log(np.exp(log_probs).sum(-1, keepdims=True))

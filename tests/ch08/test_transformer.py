@@ -99,6 +99,30 @@ def test_cached_decoding_equals_recomputing_the_prefix(fw_name, norm_first):
     assert len(state["caches"][0]) == tgt.shape[1]                                  # one cached step per token
 
 
+def test_keras_decodes_through_a_compiled_step_traced_once_per_cache_capacity():
+    # the Keras step is one graph over a StaticKVCache: same numbers as the eager, growing KVCache; a full cache is
+    # copied into one twice the size, so 9 steps from a capacity of 4 trace three graphs (4, 8, 16), not nine
+    _, model = _models(False)
+    src, mask, _ = _batch(2)
+    tokens = np.random.default_rng(3).integers(4, 30, size=(3, 9))
+    state, memory = model.start(src, mask, capacity=4), model.encode(src, mask)
+    eager = [ac.keras.KVCache() for _ in model.decoder]
+    for i in range(tokens.shape[1]):
+        log_probs, state, _ = model.step(tokens[:, i], state)
+        logits = to_numpy(model.decode(tokens[:, i:i + 1], *memory, caches=eager, offset=i))[:, -1]
+        expected = logits - logits.max(-1, keepdims=True)
+        expected -= np.log(np.exp(expected).sum(-1, keepdims=True))
+        np.testing.assert_allclose(log_probs, expected, rtol=1e-4, atol=1e-4)
+    assert len(state["caches"][0]) == 9 and state["caches"][0].keys.shape[-2] == 16
+    assert model._graphs["_cached_step"].experimental_get_tracing_count() == 3
+    # without the cache: the prefix padded to a power of two, one graph per size (8, 16), not one per length
+    recompute = decode.Recompute(model)
+    state = recompute.start(src, mask)
+    for i in range(12):
+        _, state, _ = recompute.step(tokens[:, i % 9], state)
+    assert model._graphs["decode"].experimental_get_tracing_count() == 2
+
+
 @pytest.mark.parametrize("fw_name", ["torch", "keras"])
 def test_recompute_decodes_as_the_cache_does_in_beam_search(fw_name):
     # decode.Recompute (no cache: the whole prefix again at each step) is the baseline of make bench's ch8-kvcache
@@ -292,3 +316,23 @@ def test_a_cache_belongs_to_one_batch(fw):
     layer(np.zeros((2, 1, 8), np.float32), cache=cache)
     with pytest.raises(ShapeError, match=r"do not fit the KVCache's \(2, 2, 1, 4\).*start a new KVCache"):
         layer(np.zeros((3, 1, 8), np.float32), cache=cache)
+
+
+def test_a_static_cache_gives_what_the_growing_cache_gives(fw):
+    """``StaticKVCache`` (fixed buffers, the unwritten end hidden): a prompt of 3 steps at once, then one step at a
+    time past its capacity of 4 (grown to 8) gives the whole causal sequence's outputs, as ``KVCache`` does."""
+    x = np.random.default_rng(6).normal(size=(2, 6, 16)).astype("float32")
+    if backend(fw).is_torch:
+        torch.manual_seed(0)
+    layer = fw.CachedMultiHeadAttention(16, 4)
+    whole = to_numpy(layer(as_input(fw, x), causal=True))
+    cache = fw.StaticKVCache.empty(2, 4, 4, 4)
+    steps = [to_numpy(layer(as_input(fw, x[:, :3]), causal=True, cache=cache))]
+    for t in range(3, 6):
+        if len(cache) == cache.keys.shape[-2]:
+            cache = cache.grown(8)
+        steps.append(to_numpy(layer(as_input(fw, x[:, t:t + 1]), causal=True, cache=cache)))
+    assert len(cache) == 6 and tuple(cache.keys.shape) == (2, 4, 8, 4)
+    np.testing.assert_allclose(np.concatenate(steps, axis=1), whole, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ShapeError, match="do not fit the KVCache's"):
+        layer(as_input(fw, x[:1, :1]), cache=cache)
