@@ -106,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
                                       "examples": hyps[:5]}
             full_run.save_run_weights(args, model, results, run, data=data_sizes,
                                       bleu={b: run[f"beam{b}"]["bleu"] for b in (1, 5)})
+            full_run.save_tokenizers(args, results, data)
             results["runs"].append(run)
             print(f"{name} seed {seed}: BLEU {run['beam1']['bleu']:.1f} (greedy), {run['beam5']['bleu']:.1f} "
                   f"(beam 5), {seconds:.0f} s", flush=True)

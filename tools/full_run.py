@@ -120,6 +120,29 @@ def save_run_weights(args, model, results: dict[str, Any], run: dict[str, Any], 
             "sizes": results["sizes"], **scores})
 
 
+def save_tokenizers(args, results: dict[str, Any], data) -> None:
+    """With ``--weights``, save the run's source and target subword tokenizers beside the weights, in the folder
+    ``<weights without .npz>/`` (``source-tokenizer.json``, ``target-tokenizer.json``; earlier files moved aside),
+    and record their sha256 as the record's ``model_files``, so that a reader can use the trained translator
+    without rebuilding its training data (``ac.trained.folder``)."""
+    if not args.weights:
+        return
+    import hashlib
+
+    from attention_course.core.files import aside_name
+
+    folder = Path(args.weights).with_suffix("")
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for name, tokenizer in (("source-tokenizer.json", data.src_tok), ("target-tokenizer.json", data.tgt_tok)):
+        path = folder / name
+        if path.exists():
+            path.rename(aside_name(path))
+        tokenizer.save(path)
+        files[name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    results["model_files"] = files
+
+
 def seconds_so_far(checkpoint: Path, started: float) -> float:
     """Training seconds since ``started`` (``time.perf_counter()``) plus those of earlier runs resumed from
     ``checkpoint``, kept beside it in ``<checkpoint>.seconds`` (updated here)."""

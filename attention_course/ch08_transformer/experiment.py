@@ -20,7 +20,7 @@ from attention_course.core.train import warmup_schedule
 from attention_course.notebook import session
 
 __all__ = ["SIZES", "DATA", "MODELS", "LM_SIZES", "Characters", "characters", "windows", "ngram_loss", "train_lm",
-           "build", "train", "head_to_head"]
+           "build", "train", "test_corpus", "head_to_head"]
 
 #: Model and training sizes of each run; the data of each is Chapter 5's run of the same name.
 SIZES: dict[str, dict[str, Any]] = {
@@ -64,6 +64,18 @@ def train(fw: ModuleType, model, data: chapter5.Corpus, sizes: dict[str, Any], *
                   clip_norm=1.0, label_smoothing=sizes["label_smoothing"], schedule=schedule if warmup else None,
                   checkpoint=checkpoint, desc=desc,
                   validation=((data.val.src, data.val.src_mask, data.val.tgt_in), data.val.tgt_out))
+
+
+def test_corpus(name: str, src_tok, tgt_tok, sizes: dict[str, Any]) -> chapter5.Corpus:
+    """The test split of the translation dataset ``name`` encoded with a trained model's tokenizers, as a
+    ``Corpus`` whose training and validation splits are empty: what translating with a trained model needs,
+    without building (or holding) its training data."""
+    from attention_course.ch05_neural_machine_translation.data import encode_pairs, translation_pairs
+
+    pairs = translation_pairs(name, n_train=0, n_val=0, n_test=sizes["n_test"]).test
+    encode = lambda split: encode_pairs(split, src_tok, tgt_tok, max_src=sizes["max_src"], max_tgt=sizes["max_tgt"])
+    (empty, _), (test, kept) = encode([]), encode(pairs)
+    return chapter5.Corpus(name, [], [], [pairs[i] for i in kept], src_tok, tgt_tok, empty, empty, test)
 
 
 def head_to_head(rnn_runs: list[dict], transformer_runs: list[dict]):

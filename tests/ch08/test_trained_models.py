@@ -6,7 +6,7 @@ import pytest
 
 import attention_course as ac
 from attention_course.ch05_neural_machine_translation import experiment as c5
-from attention_course.ch05_neural_machine_translation.data import ParallelArrays
+from attention_course.ch05_neural_machine_translation.data import ParallelArrays, SubwordTokenizer
 from attention_course.ch08_transformer import experiment as c8
 from attention_course.core import decode
 
@@ -63,3 +63,17 @@ def test_the_translator_has_its_recorded_bleu(translators):
     record, data, models = translators
     hyps, _ = c5.translate(models[ac.torch], data, batch_size=1000)
     assert c5.evaluate(hyps, data)["bleu"] == pytest.approx(record["runs"][0]["beam1"]["bleu"], abs=0.3)
+
+
+def test_the_translator_comes_with_its_tokenizers(translators):
+    # the page translates with the committed tokenizers and the test split alone (c8.test_corpus): the same arrays
+    # and translations as the corpus the model was trained on, without building its training data
+    record, data, models = translators
+    files = ac.trained.folder("08-transformer/checkpoints/transformer-d128")
+    src_tok, tgt_tok = (SubwordTokenizer.load(files / f"{side}-tokenizer.json") for side in ("source", "target"))
+    test = c8.test_corpus("multi30k", src_tok, tgt_tok, c5.SIZES[c8.DATA[record["size"]]])
+    assert test.test_pairs == data.test_pairs and len(test.train.src) == 0
+    for ours, theirs in zip(test.test, data.test, strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+    some = ParallelArrays(*[a[:6] for a in test.test])
+    assert c5.translate(models[ac.keras], test, some)[0] == c5.translate(models[ac.torch], data, some)[0]
