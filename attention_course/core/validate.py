@@ -305,10 +305,10 @@ def not_empty(name: str, shape, axis: int = 1, what: str = "T") -> None:
 
 
 def id_shape(name: str, shape, ndim: int = 2, length: int | None = None) -> None:
-    """Token ids of ``ndim`` axes: (batch,) or (batch, T) with 1 <= T (<= ``length``, when the model learned one
-    position embedding per step)."""
+    """Token ids of ``ndim`` axes: (batch,), (batch, T) with 1 <= T (<= ``length``, when the model learned one
+    position embedding per step), or (batch, S, W): documents of S sentences of W words."""
     if len(shape) != ndim:
-        expected = "(batch,)" if ndim == 1 else "(batch, T)"
+        expected = {1: "(batch,)", 2: "(batch, T)"}.get(ndim, "(batch, S, W): S sentences of W words")
         raise ShapeError(f"{name} must be {ndim}-D token ids {expected}; got shape {tuple(shape)}")
     if ndim == 2:
         not_empty(name, shape)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from attention_course.core.errors import ConfigError
+from attention_course.data.bbc_news import check_bbc_news
 from attention_course.data.flickr8k import check_flickr8k
 
 __all__ = ["Dataset", "RemoteFile", "StructureCheck", "get", "names", "register"]
@@ -465,6 +466,40 @@ register(
         ),
         homepage="https://hockenmaier.cs.illinois.edu/8k-pictures.html",
         structure=check_flickr8k,
+    )
+)
+
+# --------------------------------------------------------------------------------------------------
+# BBC News: 2,225 articles in five classes, Chapter 11 (checked by structure: counts and one digest)
+# --------------------------------------------------------------------------------------------------
+register(
+    Dataset(
+        name="bbc-news",
+        folder="bbc-news",
+        files=_files(
+            RemoteFile(
+                "bbc",
+                None,
+                ("https://mlg.ucd.ie/files/datasets/bbc-fulltext.zip",),
+                "bbc/",
+                note="The archive's folder bbc/: five class folders (business, entertainment, politics, sport, "
+                     "tech) of 2,225 articles, one per file: a title line, a blank line, the paragraphs. sport/199.txt "
+                     "holds one Latin-1 byte (a pound sign), as in the original; the others are UTF-8.",
+                verify="structure",
+            ),
+        ),
+        license="Non-commercial and research use only (see the homepage); copyright in the articles is the BBC's.",
+        citation="""@inproceedings{greene2006practical,
+  author    = {Greene, Derek and Cunningham, P\\'{a}draig},
+  title     = {Practical Solutions to the Problem of Diagonal Dominance in Kernel Document Clustering},
+  booktitle = {Proceedings of the 23rd International Conference on Machine Learning (ICML)},
+  pages     = {377--384},
+  year      = {2006}
+}""",
+        description="2,225 English BBC News articles from 2004-2005 in five classes: business, entertainment, "
+                    "politics, sport and tech.",
+        homepage="https://mlg.ucd.ie/datasets/bbc.html",
+        structure=check_bbc_news,
     )
 )
 

@@ -146,10 +146,11 @@ def http_server(monkeypatch):
 # registry
 # --------------------------------------------------------------------------------------------------
 def test_names_and_folders():
-    expected = ["flickr8k", "multi30k", "ner-gmb", "sentiment", "spa-eng", "stories260K", "tinyshakespeare",
+    expected = ["bbc-news", "flickr8k", "multi30k", "ner-gmb", "sentiment", "spa-eng", "stories260K", "tinyshakespeare",
                 "wikitext2-subset"]
     assert data.names() == expected
-    assert PINNED == [n for n in expected if n not in ("flickr8k", "stories260K")] and MODELS == ["stories260K"]
+    assert PINNED == [n for n in expected if n not in ("bbc-news", "flickr8k", "stories260K")]
+    assert MODELS == ["stories260K"]
     folders = {n: data.get(n).folder for n in data.names()}
     assert folders["sentiment"] == "sentiment-labelled-sentences"
     assert folders["ner-gmb"] == "ner-gmb-kaggle"
