@@ -310,15 +310,15 @@ class SentimentClassifier(Model):
 
 class BagOfWords(Model):
     """A bag-of-words classifier for Part B: the mean of the embeddings of the real words, then a dense layer to
-    2 logits. The order of the words plays no part: a linear model of the words' frequencies in the sentence.
-    The embeddings start from U(-0.05, 0.05) in both frameworks.
-    x (B, T) ids, mask (B, T) True on real tokens (None: the pads count as words) → logits (B, 2) [, None]."""
+    ``classes`` logits. The order of the words plays no part: a linear model of the words' frequencies in the
+    sentence. The embeddings start from U(-0.05, 0.05) in both frameworks.
+    x (B, T) ids, mask (B, T) True on real tokens (None: the pads count as words) → logits (B, classes) [, None]."""
 
-    def __init__(self, vocab: int, embed: int = 32, **kwargs):
+    def __init__(self, vocab: int, embed: int = 32, classes: int = 2, **kwargs):
         super().__init__(**kwargs)
-        vocab, embed = validate.sizes(vocab=vocab, embed=embed)
+        vocab, embed, classes = validate.sizes(vocab=vocab, embed=embed, classes=classes)
         self.embed = layers.Embedding(vocab, embed)                   # Keras' default: U(-0.05, 0.05)
-        self.out = layers.Dense(2)
+        self.out = layers.Dense(classes)
 
     def call(self, x, mask=None, return_weights: bool = False):
         x = inputs.ids(x, "x", self.embed)                          # (B, T) ids in [0, vocab)
@@ -330,6 +330,6 @@ class BagOfWords(Model):
             validate.sequence_shapes("BagOfWords", e, mask)
             keep = ops.expand_dims(ops.cast(inputs.bool_mask(mask), e.dtype), -1)   # (B, T, 1)
             mean = ops.sum(e * keep, axis=1) / ops.maximum(ops.sum(keep, axis=1), 1.0)   # (B, d): the real words
-        logits = self.out(mean)                                       # (B, 2)
+        logits = self.out(mean)                                       # (B, classes)
         return (logits, None) if return_weights else logits
 

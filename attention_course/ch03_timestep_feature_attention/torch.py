@@ -323,16 +323,16 @@ class SentimentClassifier(nn.Module):
 
 class BagOfWords(nn.Module):
     """A bag-of-words classifier for Part B: the mean of the embeddings of the real words, then a dense layer to
-    2 logits. The order of the words plays no part: a linear model of the words' frequencies in the sentence.
-    The embeddings start from U(-0.05, 0.05) in both frameworks.
-    x (B, T) ids, mask (B, T) True on real tokens (None: the pads count as words) → logits (B, 2) [, None]."""
+    ``classes`` logits. The order of the words plays no part: a linear model of the words' frequencies in the
+    sentence. The embeddings start from U(-0.05, 0.05) in both frameworks.
+    x (B, T) ids, mask (B, T) True on real tokens (None: the pads count as words) → logits (B, classes) [, None]."""
 
-    def __init__(self, vocab: int, embed: int = 32):
+    def __init__(self, vocab: int, embed: int = 32, classes: int = 2):
         super().__init__()
-        vocab, embed = validate.sizes(vocab=vocab, embed=embed)
+        vocab, embed, classes = validate.sizes(vocab=vocab, embed=embed, classes=classes)
         self.embed = nn.Embedding(vocab, embed)
         nn.init.uniform_(self.embed.weight, -0.05, 0.05)              # Keras' default, in both frameworks
-        self.out = nn.Linear(embed, 2)
+        self.out = nn.Linear(embed, classes)
 
     def forward(self, x, mask=None, return_weights: bool = False):
         x = inputs.ids(x, "x", self.embed)                          # (B, T) ids in [0, vocab)
@@ -344,5 +344,5 @@ class BagOfWords(nn.Module):
             validate.sequence_shapes("BagOfWords", e, mask)
             keep = inputs.bool_mask(mask)[..., None].to(e.dtype)      # (B, T, 1)
             mean = (e * keep).sum(dim=1) / keep.sum(dim=1).clamp(min=1)   # (B, d): the mean of the real words
-        logits = self.out(mean)                                       # (B, 2)
+        logits = self.out(mean)                                       # (B, classes)
         return (logits, None) if return_weights else logits

@@ -22,7 +22,8 @@ from attention_course.core.errors import ConfigError
 from attention_course.notebook import session
 
 __all__ = ["SIZES", "IGNORE", "Sorting", "sorting", "build", "train", "point", "scores", "generalisation",
-           "MARKER", "MARKER_SIZES", "Marked", "after_marker", "marker_reading"]
+           "MARKER", "MARKER_SIZES", "Marked", "after_marker", "marker_reading",
+           "NEWS_SIZES", "NEWS_MODELS", "Documents", "news", "classify"]
 
 #: The targets of padded steps, left out of the loss and the scores.
 IGNORE = -1
@@ -189,3 +190,89 @@ def marker_reading(fw: ModuleType, sizes: dict[str, Any], seeds=(0,)):
                          "weight on the marker": float(weights[each, test.where].mean())})
             trained[width, seed] = model
     return pd.DataFrame(rows), trained
+
+
+#: BBC News as documents of at most ``sentences`` sentences of at most ``words`` words (the rest cut off), a
+#: vocabulary of the ``vocab`` − 2 most frequent training words (0 padding, 1 any other word), and the models' sizes.
+NEWS_SIZES: dict[str, dict[str, Any]] = {
+    "quick": {"sentences": 10, "words": 20, "vocab": 5000, "embed": 32, "hidden": 16, "epochs": 3, "batch_size": 32,
+              "lr": 5e-3},
+    "full": {"sentences": 30, "words": 40, "vocab": 20_000, "embed": 100, "hidden": 50, "epochs": 10,
+             "batch_size": 32, "lr": 1e-3},
+}
+#: The three classifiers of the comparison: the hierarchy, flat attention over all words, and Chapter 3's bag of
+#: words.
+NEWS_MODELS = ("hierarchical", "flat", "bag of words")
+UNKNOWN = 1
+
+
+@dataclass(frozen=True)
+class Documents:
+    """Articles as word ids: ``ids`` (n, S, W) sentence by sentence, ``flat`` (n, S·W) the same words in one
+    right-padded row, ``labels`` (n,) class indices, ``words`` each kept sentence's words (for showing weights) and
+    ``titles``."""
+
+    ids: np.ndarray
+    flat: np.ndarray
+    labels: np.ndarray
+    words: list[list[list[str]]]
+    titles: list[str]
+
+
+def news(sizes: dict[str, Any], seed: int = 0):
+    """BBC News split by ``bbc_news.split`` (one copy of each text, none in two parts), cut to ``sizes``:
+    (vocabulary, train, validation, test), the vocabulary (a list, index = id) made from the training split."""
+    from collections import Counter
+
+    from attention_course.data import bbc_news
+
+    parts = bbc_news.split(bbc_news.articles(), seed=seed)
+    cut = [[[bbc_news.words(s)[:sizes["words"]] for s in bbc_news.sentences(a.body)[:sizes["sentences"]]]
+            for a in part] for part in parts]
+    counts = Counter(w for doc in cut[0] for sentence in doc for w in sentence)
+    vocabulary = ["<pad>", "<unk>"] + [w for w, _ in counts.most_common(sizes["vocab"] - 2)]
+    index = {w: i for i, w in enumerate(vocabulary)}
+
+    def encode(part, docs) -> Documents:
+        ids = np.zeros((len(docs), sizes["sentences"], sizes["words"]), np.int64)
+        flat = np.zeros((len(docs), sizes["sentences"] * sizes["words"]), np.int64)
+        for d, doc in enumerate(docs):
+            doc = [s for s in doc if s]                                          # sentences without words dropped
+            for i, sentence in enumerate(doc):
+                ids[d, i, :len(sentence)] = [index.get(w, UNKNOWN) for w in sentence]
+            every = [index.get(w, UNKNOWN) for s in doc for w in s]
+            flat[d, :len(every)] = every
+        return Documents(ids, flat, np.array([a.label for a in part]), [[s for s in doc if s] for doc in docs],
+                         [a.title for a in part])
+
+    return (vocabulary, *(encode(part, docs) for part, docs in zip(parts, cut, strict=True)))
+
+
+def classify(fw: ModuleType, sizes: dict[str, Any], seed: int = 0, *, models=NEWS_MODELS):
+    """Train each of ``models`` on BBC News' training split (the weights of the best validation epoch kept) and
+    score it on the test split. A DataFrame: model, seed, test accuracy, parameters; and the trained models."""
+    import pandas as pd
+
+    from attention_course.ch05_neural_machine_translation.experiment import parameters
+
+    vocabulary, train, val, test = news(sizes, seed)
+    rows, trained = [], {}
+    for kind in models:
+        session.seed_everything(seed)
+        if kind == "hierarchical":
+            model = fw.HierarchicalAttentionNetwork(len(vocabulary), 5, sizes["embed"], sizes["hidden"])
+        elif kind == "flat":
+            model = fw.FlatAttentionNetwork(len(vocabulary), 5, sizes["embed"], sizes["hidden"])
+        else:                                               # Chapter 3's, with five classes
+            model = fw.BagOfWords(len(vocabulary), sizes["embed"], classes=5)
+        pick = {"hierarchical": lambda d: (d.ids,), "flat": lambda d: (d.flat,),
+                "bag of words": lambda d: (d.flat, d.flat != 0)}[kind]
+        fw.fit(model, pick(train), train.labels, epochs=sizes["epochs"], batch_size=sizes["batch_size"],
+               lr=sizes["lr"], seed=seed, validation=(pick(val), val.labels),
+               desc=f"{kind} ({backend(fw).name})")
+        logits = np.concatenate([backend(fw).run(model, *(x[i:i + 100] for x in pick(test)))
+                                 for i in range(0, len(test.labels), 100)])
+        rows.append({"model": kind, "seed": seed, "accuracy": float((logits.argmax(-1) == test.labels).mean()),
+                     "parameters": parameters(model)})
+        trained[kind] = model
+    return pd.DataFrame(rows), trained, (vocabulary, test)

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from keras import layers, ops
 
+from attention_course.ch01_sequence_models.keras import masked_softmax
 from attention_course.ch11_more_attention import validate
 from attention_course.core.keras import inputs
 from attention_course.core.keras.base import BuildOnCall, Layer, Model
 
-__all__ = ["PointerAttention", "PointerNetwork", "FixedOutputNetwork", "ConvolutionalAttention", "MarkerReader"]
+__all__ = ["PointerAttention", "PointerNetwork", "FixedOutputNetwork", "ConvolutionalAttention", "MarkerReader",
+           "ContextAttention", "HierarchicalAttentionNetwork", "FlatAttentionNetwork"]
 
 class PointerAttention(BuildOnCall, Layer):
     """u_tj = vᵀ tanh(W_1 e_j + W_2 d_t), softmax over the input positions j: the distribution a pointer network
@@ -142,4 +144,89 @@ class MarkerReader(Model):
         query = self.query(ops.zeros_like(ids[:, 0]))                           # (B, d)
         context, weights = self.attention(query, e, e, mask, return_weights=True)
         logits = self.out(context)                                               # (B, vocab)
+        return (logits, weights) if return_weights else logits
+
+
+class ContextAttention(BuildOnCall, Layer):
+    """Yang et al.'s attention pooling (2016): u_t = tanh(W h_t + b), weights a = softmax_t(u_tᵀ c) over the real
+    steps with a learned context vector c (the question "which of these is informative?"), pooled = Σ_t a_t h_t.
+    states (B, T, H), mask (B, T) → pooled (B, H) [, weights (B, T)]; a row with no real step pools to zeros."""
+
+    def __init__(self, hidden: int, units: int, **kwargs):
+        super().__init__(**kwargs)
+        hidden, units = validate.sizes(hidden=hidden, units=units)
+        self.W = layers.Dense(units)
+        self.context = layers.Dense(1, use_bias=False)                      # c, as a layer: u_tᵀ c
+
+    def call(self, states, mask=None, return_weights: bool = False):
+        states = inputs.floats(states, "states")
+        validate.pooled_attention(states[:, 0], states, states, mask)
+        scores = self.context(ops.tanh(self.W(states)))[..., 0]            # (B, T)
+        weights = masked_softmax(scores[:, None], mask)[:, 0]              # (B, T), 0 on pads
+        pooled = ops.sum(weights[..., None] * states, axis=1)              # (B, H)
+        return (pooled, weights) if return_weights else pooled
+
+
+class _Words(BuildOnCall, Layer):
+    """Embeddings, then a bidirectional GRU over each row of right-padded word ids (B, T) → states (B, T, 2h), zeros
+    on pads (a row of pads only gives zeros)."""
+
+    def __init__(self, vocab: int, embed: int, hidden: int, **kwargs):
+        super().__init__(**kwargs)
+        self.embed = layers.Embedding(vocab, embed)
+        self.rnn = layers.Bidirectional(layers.GRU(hidden, return_sequences=True, reset_after=True))
+
+    def call(self, ids, mask):
+        states = self.rnn(self.embed(ids), mask=mask)                       # (B, T, 2h)
+        return states * ops.cast(mask[..., None], states.dtype)
+
+
+class HierarchicalAttentionNetwork(Model):
+    """Yang et al.'s hierarchical attention network: a bidirectional GRU reads each sentence's words and
+    ``ContextAttention`` pools them into a sentence vector; a second GRU reads the sentence vectors and a second
+    ``ContextAttention`` pools them into the document; a linear layer gives the class scores.
+    ids (B, S, W): W words of each of S sentences, right-padded with 0 (and empty sentences last) → logits (B, classes)
+    [, word weights (B, S, W), sentence weights (B, S)]."""
+
+    def __init__(self, vocab: int, classes: int, embed: int = 64, hidden: int = 32, **kwargs):
+        super().__init__(**kwargs)
+        vocab, classes, embed, hidden = validate.sizes(vocab=vocab, classes=classes, embed=embed, hidden=hidden)
+        self.words = _Words(vocab, embed, hidden)
+        self.word_attention = ContextAttention(2 * hidden, 2 * hidden)
+        self.sentences = layers.Bidirectional(layers.GRU(hidden, return_sequences=True, reset_after=True))
+        self.sentence_attention = ContextAttention(2 * hidden, 2 * hidden)
+        self.out = layers.Dense(classes)
+
+    def call(self, ids, return_weights: bool = False):
+        ids = inputs.ids(ids, "ids", self.words.embed, ndim=3)                    # 0 = padding
+        s, w = ids.shape[1], ids.shape[2]
+        word_mask = ids != 0                                                       # (B, S, W)
+        flat, flat_mask = ops.reshape(ids, (-1, w)), ops.reshape(word_mask, (-1, w))
+        states = self.words(flat, flat_mask)                                       # (B·S, W, 2h)
+        vectors, word_weights = self.word_attention(states, flat_mask, return_weights=True)
+        sentence_mask = ops.any(word_mask, axis=-1)                                # (B, S)
+        states = self.sentences(ops.reshape(vectors, (-1, s, vectors.shape[-1])), mask=sentence_mask)
+        states = states * ops.cast(sentence_mask[..., None], states.dtype)        # (B, S, 2h), zeros on pads
+        document, sentence_weights = self.sentence_attention(states, sentence_mask, return_weights=True)
+        logits = self.out(document)                                                # (B, classes)
+        return (logits, ops.reshape(word_weights, (-1, s, w)), sentence_weights) if return_weights else logits
+
+
+class FlatAttentionNetwork(Model):
+    """The same word encoder and ``ContextAttention`` over all the document's words at once, with no sentences:
+    the flat model the hierarchy is compared with. ids (B, N) right-padded with 0 → logits (B, classes)
+    [, weights (B, N)]."""
+
+    def __init__(self, vocab: int, classes: int, embed: int = 64, hidden: int = 32, **kwargs):
+        super().__init__(**kwargs)
+        vocab, classes, embed, hidden = validate.sizes(vocab=vocab, classes=classes, embed=embed, hidden=hidden)
+        self.words = _Words(vocab, embed, hidden)
+        self.word_attention = ContextAttention(2 * hidden, 2 * hidden)
+        self.out = layers.Dense(classes)
+
+    def call(self, ids, return_weights: bool = False):
+        ids = inputs.ids(ids, "ids", self.words.embed)
+        mask = ids != 0
+        document, weights = self.word_attention(self.words(ids, mask), mask, return_weights=True)
+        logits = self.out(document)
         return (logits, weights) if return_weights else logits

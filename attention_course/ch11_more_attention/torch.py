@@ -11,10 +11,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from attention_course.ch01_sequence_models.torch import masked_softmax
+from attention_course.ch05_neural_machine_translation.torch import encode_padded
 from attention_course.ch11_more_attention import validate
 from attention_course.core.torch import inputs
 
-__all__ = ["PointerAttention", "PointerNetwork", "FixedOutputNetwork", "ConvolutionalAttention", "MarkerReader"]
+__all__ = ["PointerAttention", "PointerNetwork", "FixedOutputNetwork", "ConvolutionalAttention", "MarkerReader",
+           "ContextAttention", "HierarchicalAttentionNetwork", "FlatAttentionNetwork"]
 
 
 class PointerAttention(nn.Module):
@@ -154,4 +157,89 @@ class MarkerReader(nn.Module):
         query = self.query.weight.expand(len(ids), -1)                           # (B, d)
         context, weights = self.attention(query, e, e, mask, return_weights=True)
         logits = self.out(context)                                               # (B, vocab)
+        return (logits, weights) if return_weights else logits
+
+
+class ContextAttention(nn.Module):
+    """Yang et al.'s attention pooling (2016): u_t = tanh(W h_t + b), weights a = softmax_t(u_tᵀ c) over the real
+    steps with a learned context vector c (the question "which of these is informative?"), pooled = Σ_t a_t h_t.
+    states (B, T, H), mask (B, T) → pooled (B, H) [, weights (B, T)]; a row with no real step pools to zeros."""
+
+    def __init__(self, hidden: int, units: int):
+        super().__init__()
+        hidden, units = validate.sizes(hidden=hidden, units=units)
+        self.W = nn.Linear(hidden, units)
+        self.context = nn.Linear(units, 1, bias=False)                      # c, as a layer: u_tᵀ c
+
+    def forward(self, states, mask=None, return_weights: bool = False):
+        states = inputs.floats(states, "states")
+        validate.pooled_attention(states[:, 0], states, states, mask)
+        scores = self.context(torch.tanh(self.W(states)))[..., 0]          # (B, T)
+        weights = masked_softmax(scores[:, None], mask)[:, 0]              # (B, T), 0 on pads
+        pooled = (weights[..., None] * states).sum(1)                      # (B, H)
+        return (pooled, weights) if return_weights else pooled
+
+
+class _Words(nn.Module):
+    """Embeddings, then a bidirectional GRU over each row of right-padded word ids (B, T) → states (B, T, 2h), zeros
+    on pads (a row of pads only gives zeros)."""
+
+    def __init__(self, vocab: int, embed: int, hidden: int):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, embed)
+        self.rnn = nn.GRU(embed, hidden, batch_first=True, bidirectional=True)
+
+    def forward(self, ids, mask):
+        lengths = mask.sum(1)
+        states, _ = encode_padded(self.rnn, self.embed(ids), lengths.clamp(min=1).cpu())   # (B, T, 2h)
+        return states * mask[..., None]
+
+
+class HierarchicalAttentionNetwork(nn.Module):
+    """Yang et al.'s hierarchical attention network: a bidirectional GRU reads each sentence's words and
+    ``ContextAttention`` pools them into a sentence vector; a second GRU reads the sentence vectors and a second
+    ``ContextAttention`` pools them into the document; a linear layer gives the class scores.
+    ids (B, S, W): W words of each of S sentences, right-padded with 0 (and empty sentences last) → logits (B, classes)
+    [, word weights (B, S, W), sentence weights (B, S)]."""
+
+    def __init__(self, vocab: int, classes: int, embed: int = 64, hidden: int = 32):
+        super().__init__()
+        vocab, classes, embed, hidden = validate.sizes(vocab=vocab, classes=classes, embed=embed, hidden=hidden)
+        self.words = _Words(vocab, embed, hidden)
+        self.word_attention = ContextAttention(2 * hidden, 2 * hidden)
+        self.sentences = nn.GRU(2 * hidden, hidden, batch_first=True, bidirectional=True)
+        self.sentence_attention = ContextAttention(2 * hidden, 2 * hidden)
+        self.out = nn.Linear(2 * hidden, classes)
+
+    def forward(self, ids, return_weights: bool = False):
+        ids = inputs.ids(ids, "ids", self.words.embed, ndim=3)                    # 0 = padding
+        b, s, w = ids.shape
+        word_mask = ids != 0                                                       # (B, S, W)
+        states = self.words(ids.reshape(b * s, w), word_mask.reshape(b * s, w))  # (B·S, W, 2h)
+        vectors, word_weights = self.word_attention(states, word_mask.reshape(b * s, w), return_weights=True)
+        sentence_mask = word_mask.any(-1)                                          # (B, S)
+        lengths = sentence_mask.sum(1).clamp(min=1).cpu()
+        states, _ = encode_padded(self.sentences, vectors.reshape(b, s, -1), lengths)   # (B, S, 2h)
+        document, sentence_weights = self.sentence_attention(states, sentence_mask, return_weights=True)
+        logits = self.out(document)                                                # (B, classes)
+        return (logits, word_weights.reshape(b, s, w), sentence_weights) if return_weights else logits
+
+
+class FlatAttentionNetwork(nn.Module):
+    """The same word encoder and ``ContextAttention`` over all the document's words at once, with no sentences:
+    the flat model the hierarchy is compared with. ids (B, N) right-padded with 0 → logits (B, classes)
+    [, weights (B, N)]."""
+
+    def __init__(self, vocab: int, classes: int, embed: int = 64, hidden: int = 32):
+        super().__init__()
+        vocab, classes, embed, hidden = validate.sizes(vocab=vocab, classes=classes, embed=embed, hidden=hidden)
+        self.words = _Words(vocab, embed, hidden)
+        self.word_attention = ContextAttention(2 * hidden, 2 * hidden)
+        self.out = nn.Linear(2 * hidden, classes)
+
+    def forward(self, ids, return_weights: bool = False):
+        ids = inputs.ids(ids, "ids", self.words.embed)
+        mask = ids != 0
+        document, weights = self.word_attention(self.words(ids, mask), mask, return_weights=True)
+        logits = self.out(document)
         return (logits, weights) if return_weights else logits
