@@ -154,13 +154,13 @@ class ContextAttention(BuildOnCall, Layer):
 
     def __init__(self, hidden: int, units: int, **kwargs):
         super().__init__(**kwargs)
-        hidden, units = validate.sizes(hidden=hidden, units=units)
+        self.hidden, units = validate.sizes(hidden=hidden, units=units)
         self.W = layers.Dense(units)
         self.context = layers.Dense(1, use_bias=False)                      # c, as a layer: u_tᵀ c
 
     def call(self, states, mask=None, return_weights: bool = False):
         states = inputs.floats(states, "states")
-        validate.pooled_attention(states[:, 0], states, states, mask)
+        validate.sequence_shapes("ContextAttention", states, mask, features=self.hidden)
         scores = self.context(ops.tanh(self.W(states)))[..., 0]            # (B, T)
         weights = masked_softmax(scores[:, None], mask)[:, 0]              # (B, T), 0 on pads
         pooled = ops.sum(weights[..., None] * states, axis=1)              # (B, H)

@@ -167,13 +167,13 @@ class ContextAttention(nn.Module):
 
     def __init__(self, hidden: int, units: int):
         super().__init__()
-        hidden, units = validate.sizes(hidden=hidden, units=units)
+        self.hidden, units = validate.sizes(hidden=hidden, units=units)
         self.W = nn.Linear(hidden, units)
         self.context = nn.Linear(units, 1, bias=False)                      # c, as a layer: u_tᵀ c
 
     def forward(self, states, mask=None, return_weights: bool = False):
         states = inputs.floats(states, "states")
-        validate.pooled_attention(states[:, 0], states, states, mask)
+        validate.sequence_shapes("ContextAttention", states, mask, features=self.hidden)
         scores = self.context(torch.tanh(self.W(states)))[..., 0]          # (B, T)
         weights = masked_softmax(scores[:, None], mask)[:, 0]              # (B, T), 0 on pads
         pooled = (weights[..., None] * states).sum(1)                      # (B, H)
