@@ -27,6 +27,8 @@ def glue(name: str, value, fmt: str = "{}") -> None:
         value = _Text(value)
     elif isinstance(value, float):
         value = _Number(value, text)
+    elif isinstance(value, int) and not isinstance(value, bool) and fmt != "{}":
+        value = _Integer(value, text)                       # 893,416 with "{:,}", not 893416
     _glue(name, value, display=False)
 
 
@@ -35,6 +37,21 @@ class _Text(str):
 
     def __repr__(self) -> str:
         return str(self)
+
+
+class _Integer(int):
+    """An int glued with its format (``"{:,}"``): its text/plain form is the formatted text, quoted, since
+    ``{glue:text}`` reads it back as a Python literal (unquoted, ``893,416`` would be the tuple ``(893, 416)``)."""
+
+    text: str
+
+    def __new__(cls, value: int, text: str):
+        number = super().__new__(cls, value)
+        number.text = text
+        return number
+
+    def __repr__(self) -> str:
+        return repr(self.text)
 
 
 class _Number(float):

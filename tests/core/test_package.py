@@ -363,12 +363,14 @@ def test_glue_prints_the_value_for_the_prose(capsys, monkeypatch):
 def test_glued_floats_show_their_format_in_the_prose():
     from myst_nb.core.variables import format_plain_text
 
-    from attention_course.notebook.glue import _Number
+    from attention_course.notebook.glue import _Integer, _Number
 
     number = _Number(0.005800000000000027, "0.0058")
     assert repr(number) == "0.0058" and float(number) == 0.005800000000000027
     assert format_plain_text(repr(number), "") == "0.0058"          # {glue:text}`name`
     assert format_plain_text(repr(number), ".1%") == "0.6%"          # {glue:text}`name:.1%`
+    count = _Integer(893416, "893,416")                              # an int glued with "{:,}"
+    assert format_plain_text(repr(count), "") == "893,416" and int(count) == 893416
 
 
 def test_the_version_is_written_once():
