@@ -224,9 +224,9 @@ def news(sizes: dict[str, Any], seed: int = 0):
     (vocabulary, train, validation, test), the vocabulary (a list, index = id) made from the training split."""
     from collections import Counter
 
-    from attention_course.data import bbc_news
+    from attention_course.data import bbc_news, fetch
 
-    parts = bbc_news.split(bbc_news.articles(), seed=seed)
+    parts = bbc_news.split(bbc_news.articles(fetch("bbc-news", bbc_news.FOLDER)), seed=seed)
     cut = [[[bbc_news.words(s)[:sizes["words"]] for s in bbc_news.sentences(a.body)[:sizes["sentences"]]]
             for a in part] for part in parts]
     counts = Counter(w for doc in cut[0] for sentence in doc for w in sentence)

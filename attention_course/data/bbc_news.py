@@ -75,13 +75,9 @@ def _read(path: Path) -> str:
         return data.decode("latin-1")
 
 
-def articles(folder: Path | None = None) -> list[Article]:
-    """Every article of the checked copy (``folder``: a copy already checked; by default the registry's, fetched
-    and checked), in class and file order."""
-    if folder is None:
-        from attention_course.data.download import fetch
-
-        folder = fetch("bbc-news", FOLDER)
+def articles(folder: Path) -> list[Article]:
+    """Every article of a checked copy, in class and file order: ``folder`` is what
+    ``attention_course.data.fetch("bbc-news", "bbc")`` returns (downloaded if need be, and checked)."""
     out = []
     for p in _files(Path(folder)):
         lines = _read(p).replace("\r\n", "\n").strip().split("\n")
