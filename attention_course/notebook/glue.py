@@ -39,30 +39,27 @@ class _Text(str):
         return str(self)
 
 
-class _Integer(int):
-    """An int glued with its format (``"{:,}"``): its text/plain form is the formatted text, quoted, since
-    ``{glue:text}`` reads it back as a Python literal (unquoted, ``893,416`` would be the tuple ``(893, 416)``)."""
+class _Formatted:
+    """A number glued with its formatted ``text``: its text/plain form (what ``{glue:text}`` shows) comes from it."""
 
     text: str
 
-    def __new__(cls, value: int, text: str):
-        number = super().__new__(cls, value)
+    def __new__(cls, value, text: str):
+        number = super().__new__(cls, value)  # type: ignore[call-arg]
         number.text = text
         return number
+
+
+class _Integer(_Formatted, int):
+    """An int glued with its format (``"{:,}"``): the text quoted, since ``{glue:text}`` reads it back as a Python
+    literal (unquoted, ``893,416`` would be the tuple ``(893, 416)``)."""
 
     def __repr__(self) -> str:
         return repr(self.text)
 
 
-class _Number(float):
-    """A float glued with its format: its text/plain form (what ``{glue:text}`` shows) is the formatted text."""
-
-    text: str
-
-    def __new__(cls, value: float, text: str):
-        number = super().__new__(cls, value)
-        number.text = text
-        return number
+class _Number(_Formatted, float):
+    """A float glued with its format: its text/plain form is the formatted text."""
 
     def __repr__(self) -> str:
         return self.text
