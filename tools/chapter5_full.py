@@ -36,7 +36,7 @@ COVERAGE_BETAS = (0.0, 0.2, 0.5, 1.0)
 
 def main(argv: list[str] | None = None) -> int:
     args = full_run.arguments(__doc__, chapter5.SIZES, list(chapter5.MODELS),
-                              ROOT / "book/05-neural-machine-translation/results", argv)
+                              ROOT / "book/05-neural-machine-translation/results", argv, parallel=True)
 
     import attention_course as ac
 
@@ -44,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     sizes = chapter5.SIZES[args.size]
     data = chapter5.corpus(sizes)
     results = {"command": "tools/chapter5_full.py " + " ".join(map(shlex.quote, argv or sys.argv[1:])),
-               "size": args.size, "sizes": sizes, "framework": args.framework, "hardware": machine.in_words(),
+               "size": args.size, "sizes": sizes, "framework": args.framework, "devices": args.devices,
+               "hardware": machine.in_words(),
                "date": time.strftime("%Y-%m-%d"), "pairs": {"train": data.train.n, "val": data.val.n,
                                                              "test": data.test.n}, "runs": []}
     out = args.out / f"{args.size}-{args.framework}.json"

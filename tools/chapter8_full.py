@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         print(table(size))
         return 0
     rest, changed = overrides(argv)
-    args = full_run.arguments(__doc__, chapter8.SIZES, list(chapter8.MODELS), RESULTS, rest)
+    args = full_run.arguments(__doc__, chapter8.SIZES, list(chapter8.MODELS), RESULTS, rest, parallel=True)
 
     import attention_course as ac
 
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     data = chapter5.corpus(data_sizes)
     results = {"command": "tools/chapter8_full.py " + " ".join(map(shlex.quote, argv)),
                "size": args.size, "sizes": sizes, "data": data_sizes, "framework": args.framework,
-               "hardware": machine.in_words(), "date": time.strftime("%Y-%m-%d"),
+               "devices": args.devices, "hardware": machine.in_words(), "date": time.strftime("%Y-%m-%d"),
                "pairs": {"train": data.train.n, "val": data.val.n, "test": data.test.n}, "runs": []}
     out = args.out / f"{args.size}-{args.framework}.json"
     for seed in args.seeds:

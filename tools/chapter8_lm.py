@@ -51,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkpoints", type=Path, default=ROOT / "build/chapter8")
     parser.add_argument("--weights", type=Path, help="save the trained model's weights (float16) to this file "
                         "(PyTorch)")
+    full_run.add_devices(parser)
     args = parser.parse_args(argv)
     if args.weights and args.framework != "pytorch":
         parser.error("--weights saves a PyTorch model (both frameworks load it, Keras through "
@@ -62,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     from attention_course.notebook import frameworks, session
 
     frameworks.use(args.framework)
+    devices = full_run.start_devices(args.framework, args.devices)
     import attention_course as ac
 
     fw = ac.torch if args.framework == "pytorch" else ac.keras
@@ -81,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     out_ids = decode.sample(model, [prompt] * len(TEMPERATURES), steps=sizes["sample"],
                             temperature=list(TEMPERATURES), seed=args.seed)
     results = {"command": "tools/chapter8_lm.py " + " ".join(map(shlex.quote, argv)), "size": args.size,
-               "label": args.label, "sizes": sizes, "framework": args.framework, "seed": args.seed,
+               "label": args.label, "sizes": sizes, "framework": args.framework, "devices": devices, "seed": args.seed,
                "hardware": machine.in_words(), "date": time.strftime("%Y-%m-%d"),
                "characters": {"vocabulary": vocab, "train": len(chars.train), "val": len(chars.val)},
                "baselines": {name: chapter8.ngram_loss(chars.train, chars.val, vocab, order)

@@ -53,13 +53,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--checkpoints", type=Path, default=ROOT / "build/chapter9")
     parser.add_argument("--model", type=Path, help="where to save the pretrained model")
+    full_run.add_devices(parser)
     args = parser.parse_args(argv)
     sizes = full_run.sizes_with(chapter9.PRETRAIN_SIZES, args.size, args.set)
 
     from attention_course.ch09_bert import pretrained
+    from attention_course.core import parallel
     from attention_course.notebook import frameworks
 
     frameworks.use(args.framework)
+    devices = full_run.start_devices(args.framework, args.devices)
     import attention_course as ac
 
     fw = ac.torch if args.framework == "pytorch" else ac.keras
@@ -72,12 +75,14 @@ def main(argv: list[str] | None = None) -> int:
     history, val = chapter9.pretrain(fw, model, data, sizes, seed=0, checkpoint=ckpt, desc="pretraining")
     seconds = full_run.seconds_so_far(ckpt, start)
     weights = fw.export_bert(model)
-    folder = pretrained.write_bert(args.model or args.checkpoints / f"small-bert-{args.size}{tag}", weights,
-                                   data.tokenizer)
+    folder = args.model or args.checkpoints / f"small-bert-{args.size}{tag}"
+    if parallel.is_main():                                                 # written once, by process 0
+        pretrained.write_bert(folder, weights, data.tokenizer)
     sequences = len(data.train) if sizes["sequences"] is None else min(sizes["sequences"], len(data.train))
     per_epoch = -(-sequences * sizes["copies"] // sizes["batch_size"])
     results = {"command": "tools/chapter9_pretrain.py " + " ".join(map(shlex.quote, argv)), "size": args.size,
-               "label": args.label, "sizes": sizes, "framework": args.framework, "hardware": machine.in_words(),
+               "label": args.label, "sizes": sizes, "framework": args.framework, "devices": devices,
+               "hardware": machine.in_words(),
                "date": time.strftime("%Y-%m-%d"), "vocabulary": vocab,
                "sequences": {"train": sequences, "val": len(data.val), "length": sizes["length"]},
                "parameters": chapter5.parameters(model), "pretrain_seconds": seconds,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -40,10 +41,11 @@ def model_names(spec: str, known: list[str]) -> list[str]:
 
 
 def arguments(doc: str, sizes: dict[str, Any], models: list[str], out: Path,
-              argv: list[str] | None = None) -> argparse.Namespace:
-    """Parse the tools' common options (``--size``, ``--framework``, ``--seeds``, ``--models``, ``--out``);
-    ``args.models`` becomes a list of known names and ``args.seeds`` a list of ints. Only the chosen framework is
-    enabled, so a PyTorch run needs no TensorFlow."""
+              argv: list[str] | None = None, parallel: bool = False) -> argparse.Namespace:
+    """Parse the tools' common options (``--size``, ``--framework``, ``--seeds``, ``--models``, ``--out``, and
+    with ``parallel`` ``--devices``); ``args.models`` becomes a list of known names and ``args.seeds`` a list of
+    ints. Only the chosen framework is enabled, so a PyTorch run needs no TensorFlow; with ``parallel`` it trains
+    on the devices asked for (:func:`start_devices`)."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--size", choices=sorted(sizes), default="cpu")
     parser.add_argument("--framework", choices=("pytorch", "keras"), default="pytorch")
@@ -53,6 +55,8 @@ def arguments(doc: str, sizes: dict[str, Any], models: list[str], out: Path,
     parser.add_argument("--out", type=Path, default=out, help="folder of <size>-<framework>.json")
     parser.add_argument("--weights", type=Path, help="save the trained model's weights (float16) to this file; "
                         "one model and one seed, PyTorch")
+    if parallel:
+        add_devices(parser)
     args = parser.parse_args(argv)
     args.models = model_names(args.models, models)
     try:
@@ -65,7 +69,46 @@ def arguments(doc: str, sizes: dict[str, Any], models: list[str], out: Path,
     from attention_course.notebook import frameworks
 
     frameworks.use(args.framework)
+    if parallel:
+        args.devices = start_devices(args.framework, args.devices)
+    elif os.environ.get("WORLD_SIZE", "1") != "1":
+        raise SystemExit("this tool trains on one device; start it without torchrun")
     return args
+
+
+def add_devices(parser: argparse.ArgumentParser) -> None:
+    """The ``--devices`` option of the tools that train data-parallel."""
+    parser.add_argument("--devices", type=int, help="Keras: train on this many devices at once (default: every GPU; "
+                        "on a CPU, that many virtual devices). PyTorch: start one process per device with "
+                        "torchrun --nproc_per_node N instead")
+
+
+def start_devices(framework: str, devices: int | None) -> int:
+    """Train data-parallel where asked: PyTorch in the processes ``torchrun`` started (only process 0 reports and
+    writes: results, checkpoints and weights are written once), Keras on ``devices`` devices of this process
+    (by default every GPU, or one CPU). Returns the number of devices that train together (the results record
+    it)."""
+    from attention_course.core import parallel
+
+    if framework == "pytorch":
+        if devices is not None and devices > 1:
+            raise SystemExit("--devices is for Keras; for PyTorch start one process per device: "
+                             "torchrun --nproc_per_node N tools/...")
+        from attention_course.core.torch import parallel as torch_parallel
+
+        processes = torch_parallel.start()
+        if not parallel.is_main():                         # the others train in silence
+            os.environ["COURSE_PROGRESS"] = "0"
+            sys.stdout = open(os.devnull, "w")  # (for the rest of the process)
+        return processes
+    import tensorflow as tf
+
+    from attention_course.core.keras import parallel as keras_parallel
+
+    strategy = keras_parallel.replicas(devices)
+    if strategy.num_replicas_in_sync > 1:
+        tf.distribute.experimental_set_strategy(strategy)  # every model of the run is made and trained on them
+    return strategy.num_replicas_in_sync
 
 
 def sizes_with(table: dict[str, dict[str, Any]], size: str, settings: list[str]) -> dict[str, Any]:
@@ -82,8 +125,11 @@ def sizes_with(table: dict[str, dict[str, Any]], size: str, settings: list[str])
 
 def write(out: Path, results: dict[str, Any]) -> None:
     """Write a results file; the tools call it after every model, so an interrupted run keeps what it measured."""
+    from attention_course.core import parallel
     from attention_course.core.files import rewrite_file  # an earlier file is moved aside, never overwritten
 
+    if not parallel.is_main():                             # written once, by process 0
+        return
     rewrite_file(out, json.dumps(results, indent=1, ensure_ascii=False) + "\n")
 
 
@@ -96,7 +142,7 @@ def save_weights(path: Path, model, meta: dict[str, Any]) -> dict[str, Any]:
 
     import numpy as np
 
-    from attention_course.core import checkpoint
+    from attention_course.core import checkpoint, parallel
     from attention_course.core.files import aside_name
 
     arrays = {}
@@ -104,6 +150,8 @@ def save_weights(path: Path, model, meta: dict[str, Any]) -> dict[str, Any]:
         array = tensor.detach().cpu().numpy()
         arrays[name] = array.astype(np.float16) if np.issubdtype(array.dtype, np.floating) else array
     path = Path(path)
+    if not parallel.is_main():                             # written once, by process 0
+        return {}
     if path.exists():
         path.rename(aside_name(path))
     checkpoint.save(path, arrays, {"weights": "float16", **meta})
@@ -125,7 +173,9 @@ def save_tokenizers(args, results: dict[str, Any], data) -> None:
     ``<weights without .npz>/`` (``source-tokenizer.json``, ``target-tokenizer.json``; earlier files moved aside),
     and record their sha256 as the record's ``model_files``, so that a reader can use the trained translator
     without rebuilding its training data (``ac.trained.folder``)."""
-    if not args.weights:
+    from attention_course.core import parallel
+
+    if not args.weights or not parallel.is_main():         # written once, by process 0
         return
     import hashlib
 
@@ -148,11 +198,13 @@ def seconds_so_far(checkpoint: Path, started: float) -> float:
     ``checkpoint``, kept beside it in ``<checkpoint>.seconds`` (updated here)."""
     import time
 
-    clock = checkpoint.with_name(checkpoint.name + ".seconds")
-    seconds = time.perf_counter() - started + (float(clock.read_text()) if clock.exists() else 0.0)
+    from attention_course.core import parallel
     from attention_course.core.files import rewrite_file
 
-    rewrite_file(clock, f"{seconds}\n")
+    clock = checkpoint.with_name(checkpoint.name + ".seconds")
+    seconds = time.perf_counter() - started + (float(clock.read_text()) if clock.exists() else 0.0)
+    if parallel.is_main():                                 # written once, by process 0
+        rewrite_file(clock, f"{seconds}\n")
     return seconds
 
 

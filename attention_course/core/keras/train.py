@@ -76,29 +76,56 @@ def make_trainer(model: keras.Model, inputs, targets, *, batch_size: int = 64, l
                  ignore_index: int | None = None, clip_norm: float | None = None, label_smoothing: float = 0.0,
                  schedule: Callable[[int], float] | None = None) -> _Trainer:
     """``fit``'s side of the training loop for ``model`` on ``inputs`` and ``targets`` (the same settings): Adam and
-    one compiled training step; ``.step(xs, y, step)`` trains on one mini-batch (``make bench`` times it)."""
+    one compiled training step; ``.step(xs, y, step)`` trains on one mini-batch (``make bench`` times it). Inside
+    the scope of a strategy over several devices (:mod:`attention_course.core.keras.parallel`) each device trains
+    on its share of the mini-batch, and the step is the one a single device would take on all of it."""
     n = validate.examples(inputs, targets)                      # as many examples in each
     validate.positive("lr", lr)
     if clip_norm is not None:
         validate.positive("clip_norm", clip_norm)
     validate.rate("label_smoothing", label_smoothing, "the share of probability spread over all classes")
-    optimizer = keras.optimizers.Adam(learning_rate=lr, global_clipnorm=clip_norm)
+    strategy = tf.distribute.get_strategy()              # several devices inside core.keras.parallel's scope
+    several = strategy.num_replicas_in_sync > 1
+    # Keras clips each replica's gradients before summing them: the replicas clip their sum themselves
+    optimizer = keras.optimizers.Adam(learning_rate=lr, global_clipnorm=None if several else clip_norm)
     logits = model(*[a[:2] for a in inputs])             # build the variables eagerly
     validate.targets(targets, (n, *logits.shape[1:]), ignore_index)
     optimizer.build(model.trainable_variables)
 
-    @tf.function
-    def train_step(xs, y):
+    def gradients(xs, y, counted=None):
         with tf.GradientTape() as tape:
             logits = model(*xs, training=True)
             loss, hits, count = _masked_loss_and_hits(y, logits, ignore_index, label_smoothing)
+            if counted is not None:         # weighted by this share's targets: the gradients then sum to the mean's
+                loss = loss * tf.cast(count, loss.dtype) / tf.cast(tf.maximum(counted, 1), loss.dtype)
         grads = tape.gradient(loss, model.trainable_variables)
         # embeddings get sparse gradients; Keras' Adam mis-updates a row that repeats within a batch unless
         # they are made dense (see tests/core/test_package.py::test_keras_fit_updates_repeated_embedding_rows)
         grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
+        return grads, loss, hits, count
+
+    def on_one_device(xs, y):
+        grads, loss, hits, count = gradients(xs, y)
         optimizer.apply(grads, model.trainable_variables)
         return loss, hits, count
 
+    def share(xs, y):                                    # one replica's share; the optimizer sums the gradients
+        replica = tf.distribute.get_replica_context()
+        i, n = replica.replica_id_in_sync_group, replica.num_replicas_in_sync
+        xs, y = [x[i::n] for x in xs], y[i::n]
+        keep = tf.ones_like(y, dtype=tf.bool) if ignore_index is None else tf.not_equal(y, ignore_index)
+        counted = replica.all_reduce("sum", tf.reduce_sum(tf.cast(keep, tf.int64)))   # the whole mini-batch's
+        grads, loss, hits, count = gradients(xs, y, counted)
+        if clip_norm is not None:                        # the norm of the sum, as one device would clip
+            norm = tf.linalg.global_norm(replica.all_reduce("sum", grads))
+            grads = [g * (clip_norm / tf.maximum(norm, clip_norm)) for g in grads]
+        optimizer.apply(grads, model.trainable_variables)
+        return loss, hits, count
+
+    def on_replicas(xs, y):
+        return tuple(strategy.reduce("sum", value, axis=None) for value in strategy.run(share, args=(xs, y)))
+
+    train_step = tf.function(on_replicas if several else on_one_device)
     return _Trainer(model, optimizer, train_step, schedule=schedule, ignore_index=ignore_index, batch_size=batch_size)
 
 

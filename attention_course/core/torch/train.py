@@ -11,7 +11,8 @@ import torch
 from torch import nn
 
 from attention_course.core import checkpoint as checkpoints
-from attention_course.core import validate
+from attention_course.core import parallel, validate
+from attention_course.core.torch import parallel as torch_parallel
 from attention_course.core.train import History, accuracy_of, run
 
 
@@ -64,7 +65,10 @@ def make_trainer(model: nn.Module, inputs, targets, *, batch_size: int = 64, lr:
 
 class _Trainer:
     """PyTorch's side of the course's training loop (:func:`attention_course.core.train.run`): Adam on
-    cross-entropy, with gradient clipping and a learning-rate schedule when asked."""
+    cross-entropy, with gradient clipping and a learning-rate schedule when asked. In processes started by
+    ``torchrun`` (:mod:`attention_course.core.torch.parallel`), each trains on its share of every mini-batch and
+    the gradients are summed before the step, which is then the step one process would take on the whole
+    mini-batch; only process 0 writes checkpoints."""
 
     def __init__(self, model: nn.Module, targets, *, lr: float, ignore_index: int | None, clip_norm: float | None,
                  label_smoothing: float, schedule: Callable[[int], float] | None, batch_size: int):
@@ -76,27 +80,48 @@ class _Trainer:
         self.ignore_index, self.clip_norm, self.schedule = ignore_index, clip_norm, schedule
         self.batch_size = batch_size
         self.checked = False
+        self.processes = torch_parallel.processes()
+        if self.processes > 1:
+            torch_parallel.same_start(model)                          # process 0's initial weights everywhere
+            torch.manual_seed(torch.initial_seed() + parallel.rank())  # but each its own dropout
 
     def start_epoch(self) -> None:
         self.model.train()
 
     def step(self, xs, y, step: int) -> tuple[float, int, int]:
+        if self.processes > 1:                                       # this process's share of the mini-batch
+            share = slice(parallel.rank(), None, self.processes)
+            xs, y = [a[share] for a in xs], y[share]
         *xs, y = _tensors([*xs, y], self.dev)
-        logits = self.model(*xs)                                     # (b, [T,] classes)
-        if not self.checked:                                         # once: do the targets fit the logits?
-            validate.targets(self.targets, (len(self.targets), *logits.shape[1:]), self.ignore_index)
-            self.checked = True
-        loss = self.loss_fn(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        keep = y != self.ignore_index if self.ignore_index is not None else torch.ones_like(y, dtype=torch.bool)
+        kept, hits = int(keep.sum()), 0
         self.optimizer.zero_grad()
-        loss.backward()
+        if len(y):
+            logits = self.model(*xs)                                 # (b, [T,] classes)
+            if not self.checked:                                     # once: do the targets fit the logits?
+                validate.targets(self.targets, (len(self.targets), *logits.shape[1:]), self.ignore_index)
+                self.checked = True
+            loss = self.loss_fn(logits.reshape(-1, logits.shape[-1]), y.reshape(-1)) if kept else logits.sum() * 0
+            if self.processes > 1:              # weighted by this share's targets: the gradients then sum to the mean's
+                loss = loss * (kept / max(float(torch_parallel.total(kept)[0]), 1.0))
+            loss.backward()
+            hits = int(((logits.argmax(-1) == y) & keep).sum())
+        else:                                   # nothing to learn from here (a share of a short last mini-batch)
+            loss = torch.zeros(())
+            if self.processes > 1:
+                torch_parallel.total(0)                              # the others are counting their targets
+        if self.processes > 1:
+            torch_parallel.sum_gradients(self.model)
         if self.schedule is not None:
             for group in self.optimizer.param_groups:
                 group["lr"] = self.schedule(step)
         if self.clip_norm is not None:
             nn.utils.clip_grad_norm_(self.model.parameters(), self.clip_norm)
         self.optimizer.step()
-        keep = y != self.ignore_index if self.ignore_index is not None else torch.ones_like(y, dtype=torch.bool)
-        return loss.item(), int(((logits.argmax(-1) == y) & keep).sum()), int(keep.sum())
+        if self.processes > 1:                  # what the whole mini-batch scored: the same history everywhere
+            loss_sum, hits_sum, kept_sum = torch_parallel.total(loss.item(), hits, kept).tolist()
+            return loss_sum, int(hits_sum), int(kept_sum)
+        return loss.item(), hits, kept
 
     def weights(self) -> dict:
         return {k: v.detach().clone() for k, v in self.model.state_dict().items()}
@@ -108,7 +133,9 @@ class _Trainer:
         return evaluate_loss(self.model, inputs, targets, ignore_index=self.ignore_index, batch_size=self.batch_size)
 
     def save(self, path: Path, history: History, best: dict | None, epoch: int) -> None:
-        _save(path, self.model, self.optimizer, history, best, epoch)
+        if parallel.is_main():
+            _save(path, self.model, self.optimizer, history, best, epoch)
+        torch_parallel.barrier()                                     # written before anyone reads it
 
     def load(self, path: Path) -> tuple[dict, dict | None, int]:
         return _load(path, self.model, self.optimizer, self.dev)
