@@ -33,7 +33,7 @@ from tools import full_run  # noqa: E402
 
 def main(argv: list[str] | None = None) -> int:
     args = full_run.arguments(__doc__, chapter10.SIZES, [*chapter10.VARIANTS, chapter10.LINEAR],
-                              ROOT / "book/10-modern-attention/results", argv)
+                              ROOT / "book/10-modern-attention/results", argv, parallel=True)
 
     import attention_course as ac
 
@@ -42,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     chars = chapter8.characters(ac.data.load_tinyshakespeare())
     vocab = len(chars.vocabulary)
     results = {"command": "tools/chapter10_full.py " + " ".join(map(shlex.quote, argv or sys.argv[1:])),
-               "size": args.size, "sizes": sizes, "framework": args.framework, "hardware": machine.in_words(),
+               "size": args.size, "sizes": sizes, "framework": args.framework, "devices": args.devices,
+               "hardware": machine.in_words(),
                "date": time.strftime("%Y-%m-%d"), "characters": {"vocabulary": vocab, "train": len(chars.train),
                                                                   "val": len(chars.val)}, "runs": []}
     out = args.out / f"{args.size}-{args.framework}.json"
