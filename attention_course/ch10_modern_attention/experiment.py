@@ -13,11 +13,12 @@ import numpy as np
 
 from attention_course.ch08_transformer import experiment as chapter8
 from attention_course.ch10_modern_attention.cache import CacheShape
-from attention_course.core.errors import ConfigError
+from attention_course.core import validate
+from attention_course.core.errors import ConfigError, ShapeError
 from attention_course.notebook import session
 
 __all__ = ["SIZES", "VARIANTS", "LINEAR", "kv_heads", "build", "train", "start_windows", "train_with_start",
-           "cache_numbers", "state_numbers"]
+           "recomputed_windows", "cache_numbers", "state_numbers"]
 
 SIZES: dict[str, dict[str, Any]] = {
     "quick": {"d_model": 64, "heads": 4, "layers": 2, "hidden": 176, "context": 64, "windows": 2048, "epochs": 3,
@@ -70,6 +71,25 @@ def train_with_start(fw: ModuleType, model, data: chapter8.Characters, sizes: di
     val_x, val_y = start_windows(data.val, sizes["context"], sizes["val_windows"], start, seed=chapter8.VAL_SEED)
     return fw.fit(model, (x,), y, epochs=sizes["epochs"], batch_size=sizes["batch_size"], lr=sizes["lr"], seed=seed,
                   clip_norm=1.0, desc=desc, validation=((val_x,), val_y))
+
+
+def recomputed_windows(x: np.ndarray, window: int, after: int, start: int | None = None) -> np.ndarray:
+    """StreamingLLM's third arm, a sliding window with re-computation: for every sequence of ``x`` (n, T) and every
+    position p ≥ ``after``, the ``window`` tokens that end at p as a text of its own, re-encoded from scratch (no
+    cache), after the start-of-text id ``start`` when one is given. Returns (n · (T − after), [1 +] window): row
+    i · (T − after) + (p − after) is position p of sequence i; a model's prediction at its last position is its
+    prediction after token p."""
+    window, after = validate.integer("window", window), validate.integer("after", after, minimum=0)
+    x = np.asarray(x)
+    if x.ndim != 2 or not window - 1 <= after < x.shape[1]:
+        raise ShapeError(f"x must be (n, T) with window − 1 ≤ after < T (window={window}, after={after}); "
+                         f"got shape {x.shape}")
+    n, t = x.shape
+    positions = np.arange(after, t)[:, None] - np.arange(window - 1, -1, -1)[None, :]   # (T − after, window)
+    texts = x[:, positions].reshape(n * (t - after), window)
+    if start is None:
+        return texts
+    return np.concatenate([np.full((len(texts), 1), start, dtype=x.dtype), texts], axis=1)
 
 
 def cache_numbers(sizes: dict[str, Any], variant: str) -> int:

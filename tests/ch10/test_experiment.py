@@ -81,3 +81,27 @@ def test_start_windows_begin_with_the_start_token_and_predict_the_next_character
     model = c10.build(ac.torch, len(chars.vocabulary) + 1, TINY, "MHA", seed=0)
     history = c10.train_with_start(ac.torch, model, chars, TINY, seed=0)
     assert len(history.metrics["val_loss"]) == TINY["epochs"]
+
+
+def test_recomputed_windows_reencode_the_last_tokens_before_each_position():
+    x = np.arange(20).reshape(2, 10)
+    texts = c10.recomputed_windows(x, 3, after=4)
+    assert texts.shape == (2 * 6, 3)
+    np.testing.assert_array_equal(texts[0], [2, 3, 4])                    # sequence 0, position 4
+    np.testing.assert_array_equal(texts[5], [7, 8, 9])                    # sequence 0, position 9
+    np.testing.assert_array_equal(texts[6], [12, 13, 14])                 # sequence 1, position 4
+    fresh = c10.recomputed_windows(x, 3, after=4, start=99)
+    assert (fresh[:, 0] == 99).all() and (fresh[:, 1:] == texts).all()
+    # the last position of each text predicts what the full sequence predicts after the same token
+    assert [row[-1] for row in texts] == [*range(4, 10), *range(14, 20)]
+
+
+@pytest.mark.parametrize("x, window, after, message", [
+    (np.zeros((2, 10), int), 3, 1, "window − 1 ≤ after < T"),
+    (np.zeros((2, 10), int), 3, 10, r"got shape \(2, 10\)"),
+    (np.zeros(10, int), 3, 4, "x must be \\(n, T\\)"),
+    (np.zeros((2, 10), int), 0, 4, "window"),
+])
+def test_recomputed_windows_refuse_what_does_not_fit(x, window, after, message):
+    with pytest.raises(ValueError, match=message):
+        c10.recomputed_windows(x, window, after)
