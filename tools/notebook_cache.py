@@ -30,7 +30,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE_ROOT = Path(os.environ.get("NOTEBOOK_CACHE_ROOT", ROOT / "_build" / ".jupyter_cache"))
-_NOT_SETTINGS = {"COURSE_DATA_DIR"}   # where the (checksummed) data lives does not change the outputs
+# where the (checksummed) data lives does not change the outputs, nor which tests `make test CHAPTERS=` selects
+_NOT_SETTINGS = {"COURSE_DATA_DIR", "COURSE_TEST_CHAPTERS"}
 
 
 def settings() -> dict[str, str]:
