@@ -20,6 +20,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from attention_course.core.parallel import is_main, processes  # which process this is (loads no framework)
+
 
 def model_names(spec: str, known: list[str]) -> list[str]:
     """The model names in ``spec``, separated by commas, where a name may itself hold a comma
@@ -71,7 +73,7 @@ def arguments(doc: str, sizes: dict[str, Any], models: list[str], out: Path,
     frameworks.use(args.framework)
     if parallel:
         args.devices = start_devices(args.framework, args.devices)
-    elif os.environ.get("WORLD_SIZE", "1") != "1":
+    elif processes() > 1:
         raise SystemExit("this tool trains on one device; start it without torchrun")
     return args
 
@@ -88,19 +90,17 @@ def start_devices(framework: str, devices: int | None) -> int:
     writes: results, checkpoints and weights are written once), Keras on ``devices`` devices of this process
     (by default every GPU, or one CPU). Returns the number of devices that train together (the results record
     it)."""
-    from attention_course.core import parallel
-
     if framework == "pytorch":
         if devices is not None and devices > 1:
             raise SystemExit("--devices is for Keras; for PyTorch start one process per device: "
                              "torchrun --nproc_per_node N tools/...")
         from attention_course.core.torch import parallel as torch_parallel
 
-        processes = torch_parallel.start()
-        if not parallel.is_main():                         # the others train in silence
+        started = torch_parallel.start()
+        if not is_main():                                  # the others train in silence
             os.environ["COURSE_PROGRESS"] = "0"
             sys.stdout = open(os.devnull, "w")  # (for the rest of the process)
-        return processes
+        return started
     import tensorflow as tf
 
     from attention_course.core.keras import parallel as keras_parallel
@@ -125,10 +125,9 @@ def sizes_with(table: dict[str, dict[str, Any]], size: str, settings: list[str])
 
 def write(out: Path, results: dict[str, Any]) -> None:
     """Write a results file; the tools call it after every model, so an interrupted run keeps what it measured."""
-    from attention_course.core import parallel
     from attention_course.core.files import rewrite_file  # an earlier file is moved aside, never overwritten
 
-    if not parallel.is_main():                             # written once, by process 0
+    if not is_main():                                      # written once, by process 0
         return
     rewrite_file(out, json.dumps(results, indent=1, ensure_ascii=False) + "\n")
 
@@ -142,16 +141,16 @@ def save_weights(path: Path, model, meta: dict[str, Any]) -> dict[str, Any]:
 
     import numpy as np
 
-    from attention_course.core import checkpoint, parallel
+    from attention_course.core import checkpoint
     from attention_course.core.files import aside_name
 
+    if not is_main():                                      # written once, by process 0
+        return {}
     arrays = {}
     for name, tensor in model.state_dict().items():
         array = tensor.detach().cpu().numpy()
         arrays[name] = array.astype(np.float16) if np.issubdtype(array.dtype, np.floating) else array
     path = Path(path)
-    if not parallel.is_main():                             # written once, by process 0
-        return {}
     if path.exists():
         path.rename(aside_name(path))
     checkpoint.save(path, arrays, {"weights": "float16", **meta})
@@ -173,9 +172,7 @@ def save_tokenizers(args, results: dict[str, Any], data) -> None:
     ``<weights without .npz>/`` (``source-tokenizer.json``, ``target-tokenizer.json``; earlier files moved aside),
     and record their sha256 as the record's ``model_files``, so that a reader can use the trained translator
     without rebuilding its training data (``ac.trained.folder``)."""
-    from attention_course.core import parallel
-
-    if not args.weights or not parallel.is_main():         # written once, by process 0
+    if not args.weights or not is_main():                  # written once, by process 0
         return
     import hashlib
 
@@ -198,12 +195,11 @@ def seconds_so_far(checkpoint: Path, started: float) -> float:
     ``checkpoint``, kept beside it in ``<checkpoint>.seconds`` (updated here)."""
     import time
 
-    from attention_course.core import parallel
     from attention_course.core.files import rewrite_file
 
     clock = checkpoint.with_name(checkpoint.name + ".seconds")
     seconds = time.perf_counter() - started + (float(clock.read_text()) if clock.exists() else 0.0)
-    if parallel.is_main():                                 # written once, by process 0
+    if is_main():                                          # written once, by process 0
         rewrite_file(clock, f"{seconds}\n")
     return seconds
 

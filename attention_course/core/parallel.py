@@ -22,4 +22,3 @@ def processes() -> int:
 def is_main() -> bool:
     """Whether this process writes results, checkpoints and weights (process 0: they are written once)."""
     return rank() == 0
-

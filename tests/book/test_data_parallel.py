@@ -19,8 +19,8 @@ FIT = Path(__file__).with_name("parallel_fit.py")
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
 
 
-def _run(command, **env):
-    environment = {**os.environ, "COURSE_PROGRESS": "0", "PYTHONPATH": str(ROOT), **env}
+def _run(command):
+    environment = {**os.environ, "COURSE_PROGRESS": "0", "PYTHONPATH": str(ROOT)}
     done = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout

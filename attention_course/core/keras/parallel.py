@@ -19,7 +19,7 @@ def replicas(cpus: int | None = None) -> tf.distribute.Strategy:
     if tf.config.list_physical_devices("GPU"):         # (listing the logical devices would start TensorFlow)
         gpus = [d.name for d in tf.config.list_logical_devices("GPU")]
         return tf.distribute.MirroredStrategy(gpus) if len(gpus) > 1 else tf.distribute.get_strategy()
-    cpus = cpus or 1
+    cpus = 1 if cpus is None else cpus
     if cpus < 1:
         raise ValueError(f"cpus must be a positive number of devices, got {cpus}")
     if cpus == 1:
