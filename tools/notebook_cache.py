@@ -30,8 +30,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE_ROOT = Path(os.environ.get("NOTEBOOK_CACHE_ROOT", ROOT / "_build" / ".jupyter_cache"))
-# where the (checksummed) data lives does not change the outputs, nor which tests `make test CHAPTERS=` selects
-_NOT_SETTINGS = {"COURSE_DATA_DIR", "COURSE_TEST_CHAPTERS"}
+# where the (checksummed) data and models live does not change the outputs, nor which tests `make test CHAPTERS=`
+# selects, nor where the browser test finds the built book
+_NOT_SETTINGS = {"COURSE_DATA_DIR", "COURSE_MODEL_DIR", "COURSE_TEST_CHAPTERS", "COURSE_BOOK_HTML"}
 
 
 def settings() -> dict[str, str]:

@@ -32,8 +32,8 @@ IGNORE = -1
 SIZES: dict[str, dict[str, Any]] = {
     "quick": {"n_train": 20_000, "n_test": 500, "train_min": 5, "train_max": 10, "test_lengths": (5, 10, 15, 20),
               "hidden": 64, "epochs": 8, "batch_size": 128, "lr": 3e-3},
-    "full": {"n_train": 200_000, "n_test": 2000, "train_min": 5, "train_max": 10,
-             "test_lengths": (5, 10, 15, 20, 30, 40), "hidden": 256, "epochs": 20, "batch_size": 128, "lr": 1e-3},
+    "full": {"n_train": 100_000, "n_test": 2000, "train_min": 5, "train_max": 10,
+             "test_lengths": (5, 10, 15, 20, 30, 40), "hidden": 256, "epochs": 10, "batch_size": 128, "lr": 2e-3},
 }
 
 

@@ -51,12 +51,14 @@ class Backend:
     def to_numpy(self, x) -> np.ndarray:
         return to_numpy(x)
 
-    def as_input(self, x) -> Any:
-        """A NumPy array as the framework takes it (a tensor for PyTorch; Keras takes the array)."""
+    def as_input(self, x, model=None) -> Any:
+        """A NumPy array as the framework takes it (a tensor for PyTorch, on ``model``'s device when given; Keras
+        takes the array)."""
         if self.is_torch:
             import torch
 
-            return torch.as_tensor(x)
+            weights = next(iter(model.parameters()), None) if model is not None else None
+            return torch.as_tensor(x, device=None if weights is None else weights.device)
         return x
 
     def inference(self, model=None) -> contextlib.AbstractContextManager:
@@ -93,7 +95,7 @@ class Backend:
     def run(self, model, *args, **kwargs):
         """``model(*args, **kwargs)`` in evaluation mode, the outputs as NumPy (a tuple stays a tuple)."""
         with self.inference(model):
-            out = model(*[self.as_input(a) for a in args], **kwargs)
+            out = model(*[self.as_input(a, model) for a in args], **kwargs)
         if isinstance(out, tuple):
             return tuple(None if o is None else to_numpy(o) for o in out)
         return to_numpy(out)

@@ -52,3 +52,20 @@ def test_no_grad_only_touches_a_pytorch_model():
         assert not torch.is_grad_enabled()
     with no_grad(object()):                                         # anything else: nothing happens
         assert torch.is_grad_enabled()
+
+
+def test_run_puts_the_inputs_on_the_models_device():
+    """A model trained on a GPU is run on the GPU: ``run`` sends the NumPy inputs where the weights are (here the
+    ``meta`` device, which a CPU has too)."""
+    import torch
+
+    class Where(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.empty(2, device="meta"))
+
+        def forward(self, x):
+            return torch.tensor([x.device == self.w.device, x.device.type == "meta"])
+
+    assert backend("pytorch").run(Where(), np.zeros((3, 2), np.float32)).tolist() == [True, True]
+    assert backend("pytorch").as_input(np.zeros(2)).device.type == "cpu"      # no model: where torch puts it

@@ -8,5 +8,8 @@ def test_the_chapters_make_test_selects_do_not_change_the_cache_key(monkeypatch)
     book = notebook_cache.cache_key()
     monkeypatch.setenv("COURSE_TEST_CHAPTERS", "")            # what `make test` exports without CHAPTERS
     assert notebook_cache.cache_key() == book
+    monkeypatch.setenv("COURSE_MODEL_DIR", "/elsewhere/models")   # the checksummed models, copied elsewhere
+    monkeypatch.setenv("COURSE_DATA_DIR", "/elsewhere/data")
+    assert notebook_cache.cache_key() == book
     monkeypatch.setenv("COURSE_PROFILE", "full")              # a setting that changes the outputs does
     assert notebook_cache.cache_key() != book

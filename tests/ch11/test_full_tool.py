@@ -1,0 +1,34 @@
+"""tools/chapter11_full.py trains and scores the chapter's experiments at a size and writes one results file with
+every run's table rows and the sizes it ran at (tiny sizes here)."""
+
+import json
+
+import pytest
+
+from attention_course.ch11_more_attention import experiment as c11
+from attention_course.notebook import frameworks
+
+pytestmark = pytest.mark.chapter(11)
+
+
+def test_the_tool_writes_each_runs_rows(tmp_path, monkeypatch):
+    from tools import chapter11_full
+
+    monkeypatch.setitem(c11.SIZES, "quick", {**c11.SIZES["quick"], "n_train": 300, "n_test": 20, "epochs": 1,
+                                             "test_lengths": (5, 12), "hidden": 8})
+    monkeypatch.setitem(c11.MARKER_SIZES, "quick", {**c11.MARKER_SIZES["quick"], "n_train": 200, "n_test": 50,
+                                                    "epochs": 1, "dim": 8})
+    try:
+        assert chapter11_full.main(["--size", "quick", "--models", "pointer,fixed,marker", "--seeds", "0,1",
+                                    "--out", str(tmp_path)]) == 0
+    finally:
+        frameworks.use(None)
+    results = json.loads((tmp_path / "quick-pytorch.json").read_text())
+    assert results["sizes"]["sorting"]["n_train"] == 300 and results["framework"] == "pytorch"
+    runs = results["runs"]
+    assert [(r["model"], r["seed"]) for r in runs] == [(m, s) for s in (0, 1) for m in ("pointer", "fixed", "marker")]
+    sorting = [row for r in runs if r["model"] == "pointer" for row in r["rows"]]
+    assert [(row["length"], row["seed"]) for row in sorting] == [(5, 0), (12, 0), (5, 1), (12, 1)]
+    assert all(0 <= row["steps right"] <= 1 for row in sorting)
+    marker = [row for r in runs if r["model"] == "marker" for row in r["rows"]]
+    assert [row["width"] for row in marker] == [1, 3, 1, 3] and all(r["seconds"] > 0 for r in runs)
