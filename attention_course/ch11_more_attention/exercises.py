@@ -8,6 +8,11 @@ v (u,), then a log-softmax over the input positions j, with −inf where ``mask`
 attention: e_j = vᵀ tanh(Σ_o kernel[o]ᵀ k_{j + o − width // 2} + bias + W_qᵀ q), over the ``width`` keys centred on
 key j (zeros beyond the ends), for query (B, d_q), keys (B, N, d_k), kernel (width, d_k, u), bias (u,), W_q (d_q, u),
 v (u,).
+
+``multi_source_attention``: ``fn(query, keys, mask, W_c, b_c)`` returns multi-source attention's output h̃ (B, T, d):
+for each source k its own softmax over its own S positions of the dot scores q_t · k^k_j (−inf where ``mask`` is
+False), c^k_t the weighted sum of its keys, then h̃_t = tanh([q_t; c¹_t; …; cᴷ_t] W_c + b_c), for query (B, T, d),
+keys (B, K, S, d), mask (B, K, S), W_c (d + K·d, d), b_c (d,).
 """
 
 from __future__ import annotations
@@ -18,10 +23,10 @@ import numpy as np
 
 from attention_course.ch01_sequence_models.exercises import _pass
 from attention_course.ch11_more_attention.reference import convolutional_scores as _scores
-from attention_course.ch11_more_attention.reference import pointer_log_probs
+from attention_course.ch11_more_attention.reference import multi_source, pointer_log_probs
 from attention_course.core.grading import ExerciseError, call, start
 
-__all__ = ["pointer_distribution", "convolutional_scores"]
+__all__ = ["pointer_distribution", "convolutional_scores", "multi_source_attention"]
 
 
 def pointer_distribution(fn: Callable, *, trials: int = 20, seed: int | None = None) -> None:
@@ -77,3 +82,41 @@ def convolutional_scores(fn: Callable, *, trials: int = 20, seed: int | None = N
         raise ExerciseError(f"for keys {args['keys'].shape} and a window of {width}: expected "
                             f"{np.round(want[0], 3)} for the first example, got {np.round(got[0], 3)}")
     _pass("convolutional attention scores", trials)
+
+
+def _one_softmax_over_all(query, keys, mask, W_c, b_c) -> np.ndarray:
+    """The mistake of one softmax over every source's positions together, as attention over one long source."""
+    b, k, s, d = keys.shape
+    scores = np.einsum("btd,bksd->btks", query, keys).reshape(b, -1, k * s)
+    scores = np.where(mask.reshape(b, 1, k * s), scores, -np.inf)
+    a = np.exp(scores - scores.max(-1, keepdims=True))
+    a = (a / a.sum(-1, keepdims=True)).reshape(b, -1, k, s)
+    contexts = [a[:, :, i] @ keys[:, i] for i in range(k)]
+    return np.tanh(np.concatenate([query, *contexts], -1) @ W_c + b_c)
+
+
+def multi_source_attention(fn: Callable, *, trials: int = 20, seed: int | None = None) -> None:
+    """Check ``fn(query, keys, mask, W_c, b_c) -> h̃ (B, T, d)``, multi-source attention with dot scores."""
+    rng = start(fn, trials, seed)
+    for _ in range(trials):
+        b, t, k, n, d = (int(rng.integers(low, high)) for low, high in ((1, 4), (1, 4), (2, 4), (2, 6), (1, 5)))
+        args = {"query": rng.normal(size=(b, t, d)), "keys": rng.normal(size=(b, k, n, d)),
+                "mask": np.arange(n) < rng.integers(1, n + 1, size=(b, k, 1)),
+                "W_c": rng.normal(size=(d + k * d, d)), "b_c": rng.normal(size=d)}
+        want, _ = multi_source(*args.values())
+        got = np.asarray(call(fn, args), float)
+        if got.shape != want.shape:
+            raise ExerciseError(f"for query {args['query'].shape} and keys {args['keys'].shape}, return h̃ of shape "
+                                f"{want.shape} (B, T, d): one vector per query, the sources' contexts joined with it "
+                                f"by W_c {args['W_c'].shape}; got {got.shape}")
+        if np.allclose(got, want, atol=1e-6):
+            continue
+        if np.allclose(got, _one_softmax_over_all(*args.values()), atol=1e-6):
+            raise ExerciseError("each source gets its own softmax over its own positions: one softmax over all the "
+                                "sources' positions together lets one source take the weight the other needs")
+        if np.allclose(got, multi_source(*{**args, "mask": None}.values())[0], atol=1e-6) and not args["mask"].all():
+            raise ExerciseError("a position the mask hides must get no weight (a score of −inf before the softmax)")
+        raise ExerciseError(f"per source k: a^k = softmax_j(q_t · k^k_j), c^k_t = Σ_j a^k_tj k^k_j; then "
+                            f"h̃_t = tanh([q_t; c¹_t; …; cᴷ_t] W_c + b_c). For the first example, first query, expected "
+                            f"{np.round(want[0, 0], 3)}, got {np.round(got[0, 0], 3)}")
+    _pass("multi-source attention", trials)

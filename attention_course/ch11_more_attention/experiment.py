@@ -6,6 +6,11 @@ fixed vocabulary of ``train_max`` positions cannot even name the answer and a po
 
 Convolutional attention (Allamanis et al., 2016) on reading the token after a marker: a score that sees each key
 alone can find the marker but not the token after it; one that sees a window of keys can.
+
+Hierarchical attention (Yang et al., 2016) on BBC News, against flat attention and a bag of words.
+
+Multi-source attention (Zoph & Knight, 2016) on two sources that each hold half of the answer: the target is the
+first source's tokens, then the second's; a decoder that reads one source can only write its half.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ from attention_course.notebook import session
 
 __all__ = ["SIZES", "IGNORE", "Sorting", "sorting", "build", "train", "point", "scores", "generalisation",
            "MARKER", "MARKER_SIZES", "Marked", "after_marker", "marker_reading",
-           "NEWS_SIZES", "NEWS_MODELS", "Documents", "news", "classify"]
+           "NEWS_SIZES", "NEWS_MODELS", "Documents", "news", "classify",
+           "MULTI_SIZES", "MULTI_MODELS", "START", "TwoSources", "two_sources", "translate_sources", "multi_source"]
 
 #: The targets of padded steps, left out of the loss and the scores.
 IGNORE = -1
@@ -276,3 +282,77 @@ def classify(fw: ModuleType, sizes: dict[str, Any], seed: int = 0, *, models=NEW
                      "parameters": parameters(model)})
         trained[kind] = model
     return pd.DataFrame(rows), trained, (vocabulary, test)
+
+
+#: Two sources of ``length`` tokens from 2 … ``vocab`` − 1 (0 is padding, ``START`` the decoder's first input); the
+#: target is the first source, then the second.
+MULTI_SIZES: dict[str, dict[str, Any]] = {
+    "quick": {"n_train": 3000, "n_test": 500, "length": 6, "vocab": 12, "embed": 32, "hidden": 32, "epochs": 6,
+              "batch_size": 64, "lr": 5e-3},
+    "full": {"n_train": 50_000, "n_test": 2000, "length": 12, "vocab": 30, "embed": 64, "hidden": 128, "epochs": 8,
+             "batch_size": 128, "lr": 2e-3},
+}
+#: The models of the comparison, by the sources each reads.
+MULTI_MODELS: dict[str, tuple[int, ...]] = {"both sources": (0, 1), "first source only": (0,),
+                                            "second source only": (1,)}
+START = 1
+
+
+@dataclass(frozen=True)
+class TwoSources:
+    """``sources`` (n, 2, L) the two sources' tokens, ``target`` (n, 2L) the first source then the second, and
+    ``tgt_in`` (n, 2L) the decoder's inputs, the target shifted right after ``START``."""
+
+    sources: np.ndarray
+    tgt_in: np.ndarray
+    target: np.ndarray
+
+
+def two_sources(n: int, length: int, vocab: int, seed: int) -> TwoSources:
+    """``n`` pairs of sources of ``length`` random tokens from 2 … ``vocab`` − 1, seeded."""
+    n, length, vocab = validate.sizes(n=n, length=length, vocab=vocab)
+    if vocab < 3:
+        raise ConfigError(f"vocab={vocab}: the task needs the padding, the start token and at least one word")
+    rng = np.random.default_rng(seed)
+    sources = rng.integers(START + 1, vocab, size=(n, 2, length))
+    target = sources.reshape(n, 2 * length)
+    tgt_in = np.concatenate([np.full((n, 1), START), target[:, :-1]], axis=1)
+    return TwoSources(sources.astype(np.int64), tgt_in.astype(np.int64), target.astype(np.int64))
+
+
+def translate_sources(model, sources: np.ndarray, steps: int, batch_size: int = 500) -> np.ndarray:
+    """Greedy decoding from ``START``: at each step the most likely token, fed back (the whole prefix is run again
+    each step; the targets are short). sources (n, K, S) → (n, ``steps``) tokens."""
+    run = backend(model).run
+    out = []
+    for start in range(0, len(sources), batch_size):
+        batch = sources[start:start + batch_size]
+        written = np.full((len(batch), 1), START, np.int64)
+        for _ in range(steps):
+            written = np.concatenate([written, run(model, batch, written)[:, -1].argmax(-1)[:, None]], axis=1)
+        out.append(written[:, 1:])
+    return np.concatenate(out)
+
+
+def multi_source(fw: ModuleType, sizes: dict[str, Any], seed: int = 0, *, models=tuple(MULTI_MODELS)):
+    """Train a ``MultiSourceTranslator`` on each of ``models``' sources (``MULTI_MODELS``) and decode new pairs
+    greedily. A DataFrame: model, seed, the share of tokens right in the target's first half (the first source's)
+    and its second half, and of whole targets right; the trained models; and the test pairs."""
+    import pandas as pd
+
+    data = two_sources(sizes["n_train"], sizes["length"], sizes["vocab"], seed)
+    test = two_sources(sizes["n_test"], sizes["length"], sizes["vocab"], seed + 1000)
+    half = sizes["length"]
+    rows, trained = [], {}
+    for name in models:
+        read = list(MULTI_MODELS[name])
+        session.seed_everything(seed)
+        model = fw.MultiSourceTranslator(sizes["vocab"], sizes["vocab"], len(read), sizes["embed"], sizes["hidden"])
+        fw.fit(model, (data.sources[:, read], data.tgt_in), data.target, epochs=sizes["epochs"],
+               batch_size=sizes["batch_size"], lr=sizes["lr"], seed=seed, clip_norm=1.0,
+               desc=f"{name} ({backend(fw).name})")
+        right = translate_sources(model, test.sources[:, read], 2 * half) == test.target
+        rows.append({"model": name, "seed": seed, "first half right": float(right[:, :half].mean()),
+                     "second half right": float(right[:, half:].mean()), "targets right": float(right.all(1).mean())})
+        trained[name] = model
+    return pd.DataFrame(rows), trained, test

@@ -11,12 +11,15 @@ from __future__ import annotations
 from keras import layers, ops
 
 from attention_course.ch01_sequence_models.keras import masked_softmax
+from attention_course.ch04_score_functions.keras import ScoredAttention
+from attention_course.ch05_neural_machine_translation.keras import Encoder, embedding
 from attention_course.ch11_more_attention import validate
 from attention_course.core.keras import inputs
 from attention_course.core.keras.base import BuildOnCall, Layer, Model
 
 __all__ = ["PointerAttention", "PointerNetwork", "FixedOutputNetwork", "ConvolutionalAttention", "MarkerReader",
-           "ContextAttention", "HierarchicalAttentionNetwork", "FlatAttentionNetwork"]
+           "ContextAttention", "HierarchicalAttentionNetwork", "FlatAttentionNetwork", "MultiSourceAttention",
+           "MultiSourceTranslator"]
 
 class PointerAttention(BuildOnCall, Layer):
     """u_tj = vᵀ tanh(W_1 e_j + W_2 d_t), softmax over the input positions j: the distribution a pointer network
@@ -229,4 +232,62 @@ class FlatAttentionNetwork(Model):
         mask = ids != 0
         document, weights = self.word_attention(self.words(ids, mask), mask, return_weights=True)
         logits = self.out(document)
+        return (logits, weights) if return_weights else logits
+
+
+class MultiSourceAttention(BuildOnCall, Layer):
+    """Zoph and Knight's multi-source attention (2016): one attention per source, each with its own additive score
+    and its own softmax over that source's positions (Chapter 4's ``ScoredAttention``), then the query and every
+    context joined, h̃_t = tanh(W_c [q_t; c¹_t; …; cᴷ_t] + b_c) (``reference.multi_source``).
+    query (B, T, d_q), keys (B, K, S, d_k), mask (B, K, S) → h̃ (B, T, d_q) [, weights (B, K, T, S)]."""
+
+    def __init__(self, d_query: int, d_key: int, units: int, sources: int = 2, **kwargs):
+        super().__init__(**kwargs)
+        d_query, d_key, units, sources = validate.sizes(d_query=d_query, d_key=d_key, units=units, sources=sources)
+        self.attend = [ScoredAttention("additive", d_query, d_key, units) for _ in range(sources)]
+        self.W_c = layers.Dense(d_query, activation="tanh")
+
+    def call(self, query, keys, mask=None, return_weights: bool = False):
+        query, keys = inputs.floats(query, "query"), inputs.floats(keys, "keys")
+        validate.multi_source(query, keys, mask, len(self.attend))
+        mask = None if mask is None else inputs.bool_mask(mask, "mask")
+        contexts, weights = [], []
+        for k, attend in enumerate(self.attend):                  # source k: its own score and softmax
+            c, w = attend(query, keys[:, k], keys[:, k], None if mask is None else mask[:, k], return_weights=True)
+            contexts.append(c)                                    # (B, T, d_k)
+            weights.append(w)                                     # (B, T, S)
+        h = self.W_c(ops.concatenate([query, *contexts], axis=-1))                # (B, T, d_q)
+        return (h, ops.stack(weights, axis=1)) if return_weights else h
+
+
+class MultiSourceTranslator(Model):
+    """One decoder and ``sources`` encoders (Chapter 5's ``Encoder``, one per source), joined by
+    ``MultiSourceAttention``. The decoder's GRU reads the previous tokens from s_0 = tanh(W_s [s¹_0; …; sᴷ_0]) (each
+    encoder's start state), and each of its states queries every source (Luong's order, as Zoph and Knight).
+    sources (B, K, S) ids right-padded with 0, tgt_in (B, T) → logits (B, T, V) [, weights (B, K, T, S)]."""
+
+    def __init__(self, src_vocab: int, tgt_vocab: int, sources: int = 2, embed: int = 32, hidden: int = 64,
+                 **kwargs):
+        super().__init__(**kwargs)
+        src_vocab, tgt_vocab, sources, embed, hidden = validate.sizes(
+            src_vocab=src_vocab, tgt_vocab=tgt_vocab, sources=sources, embed=embed, hidden=hidden)
+        self.encoders = [Encoder(src_vocab, embed, hidden) for _ in range(sources)]
+        self.W_s = layers.Dense(hidden, activation="tanh")
+        self.embed = embedding(tgt_vocab, embed)                                   # N(0, 1), as PyTorch's
+        self.rnn = layers.GRU(hidden, return_sequences=True, reset_after=True)
+        self.attention = MultiSourceAttention(hidden, 2 * hidden, hidden, sources)
+        self.out = layers.Dense(tgt_vocab)
+
+    def call(self, sources, tgt_in, return_weights: bool = False):
+        sources = inputs.ids(sources, "sources", self.encoders[0].embed, ndim=3)      # (B, K, S)
+        validate.source_count(validate.shape_of(sources), len(self.encoders))
+        read = [encoder(sources[:, k], sources[:, k] != 0) for k, encoder in enumerate(self.encoders)]
+        states = ops.stack([r[0] for r in read], axis=1)                           # (B, K, S, 2H)
+        mask = ops.stack([r[1] for r in read], axis=1)                             # (B, K, S)
+        s_0 = self.W_s(ops.concatenate([r[3] for r in read], axis=-1))             # (B, H)
+        tgt_in = inputs.ids(tgt_in, "tgt_in", self.embed)                          # (B, T)
+        validate.same_batch(sources=validate.shape_of(sources), tgt_in=validate.shape_of(tgt_in))
+        decoded = self.rnn(self.embed(tgt_in), initial_state=[s_0])                # (B, T, H)
+        h, weights = self.attention(decoded, states, mask, return_weights=True)
+        logits = self.out(h)                                                       # (B, T, V)
         return (logits, weights) if return_weights else logits

@@ -1,13 +1,14 @@
 """Chapter 11's computations in plain NumPy, the references the framework layers are tested against.
 
-Shapes: B batch, N input positions, T output steps, e and d the encoder's and decoder's widths, u the pointer's.
+Shapes: B batch, N input positions, T output steps, e and d the encoder's and decoder's widths, u the pointer's;
+K sources of S positions each.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["pointer_log_probs", "convolutional_scores"]
+__all__ = ["pointer_log_probs", "convolutional_scores", "multi_source"]
 
 
 def pointer_log_probs(encoded, decoded, W_1, W_2, v, mask=None) -> np.ndarray:
@@ -36,3 +37,28 @@ def convolutional_scores(query, keys, kernel, bias, W_q, v, mask=None) -> np.nda
     features = sum(padded[:, o:o + keys.shape[1]] @ kernel[o] for o in range(width)) + bias        # (B, N, u)
     scores = np.tanh(features + (query @ W_q)[:, None]) @ v
     return scores if mask is None else np.where(np.asarray(mask, bool), scores, -np.inf)
+
+
+def multi_source(query, keys, mask, W_c, b_c, additive=None) -> tuple[np.ndarray, np.ndarray]:
+    """Zoph and Knight's multi-source attention (2016): for each source k its own softmax over its own positions,
+    c^k_t = Σ_j a^k_tj k^k_j, then h̃_t = tanh([q_t; c¹_t; …; cᴷ_t] W_c + b_c). The scores are dot products
+    q_t · k^k_j, or with ``additive`` (one (W_a, U_a, v_a) per source) Bahdanau's v_aᵀ tanh(W_aᵀ q_t + U_aᵀ k^k_j).
+
+    query (B, T, d_q), keys (B, K, S, d_k), mask (B, K, S) True at real positions (None: all), W_c
+    (d_q + K·d_k, d_q), b_c (d_q,) → h̃ (B, T, d_q) and the weights (B, K, T, S)."""
+    query, keys = np.asarray(query, float), np.asarray(keys, float)
+    mask = np.ones(keys.shape[:3], bool) if mask is None else np.asarray(mask, bool)
+    contexts, weights = [], []
+    for k in range(keys.shape[1]):
+        if additive is None:
+            scores = query @ keys[:, k].transpose(0, 2, 1)                                     # (B, T, S)
+        else:
+            W_a, U_a, v_a = additive[k]
+            scores = np.tanh((query @ W_a)[:, :, None] + (keys[:, k] @ U_a)[:, None]) @ v_a
+        scores = np.where(mask[:, k, None], scores, -np.inf)
+        top = scores.max(-1, keepdims=True)
+        a = np.exp(scores - top)
+        a /= a.sum(-1, keepdims=True)                                                        # per source
+        weights.append(a)
+        contexts.append(a @ keys[:, k])                                                      # (B, T, d_k)
+    return np.tanh(np.concatenate([query, *contexts], -1) @ W_c + b_c), np.stack(weights, 1)

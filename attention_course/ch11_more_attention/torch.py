@@ -1,7 +1,8 @@
 """Chapter 11 in PyTorch: the pointer network (Vinyals et al., 2015), whose attention over the input positions is
 its prediction, and the same encoder-decoder with a fixed vocabulary of output positions, the model a pointer
-network replaces; convolutional attention (Allamanis et al., 2016), whose scores see a window of neighbouring keys.
-Same names and signatures as ``keras.py`` beside it.
+network replaces; convolutional attention (Allamanis et al., 2016), whose scores see a window of neighbouring keys;
+hierarchical attention (Yang et al., 2016); multi-source attention (Zoph & Knight, 2016), one decoder attending to
+several encoders. Same names and signatures as ``keras.py`` beside it.
 
 Shapes: B batch, N input positions, F features per input element, T output steps, h the LSTMs' width.
 """
@@ -12,12 +13,14 @@ import torch
 from torch import nn
 
 from attention_course.ch01_sequence_models.torch import masked_softmax
-from attention_course.ch05_neural_machine_translation.torch import encode_padded
+from attention_course.ch04_score_functions.torch import ScoredAttention
+from attention_course.ch05_neural_machine_translation.torch import Encoder, encode_padded
 from attention_course.ch11_more_attention import validate
 from attention_course.core.torch import inputs
 
 __all__ = ["PointerAttention", "PointerNetwork", "FixedOutputNetwork", "ConvolutionalAttention", "MarkerReader",
-           "ContextAttention", "HierarchicalAttentionNetwork", "FlatAttentionNetwork"]
+           "ContextAttention", "HierarchicalAttentionNetwork", "FlatAttentionNetwork", "MultiSourceAttention",
+           "MultiSourceTranslator"]
 
 
 class PointerAttention(nn.Module):
@@ -242,4 +245,62 @@ class FlatAttentionNetwork(nn.Module):
         mask = ids != 0
         document, weights = self.word_attention(self.words(ids, mask), mask, return_weights=True)
         logits = self.out(document)
+        return (logits, weights) if return_weights else logits
+
+
+class MultiSourceAttention(nn.Module):
+    """Zoph and Knight's multi-source attention (2016): one attention per source, each with its own additive score
+    and its own softmax over that source's positions (Chapter 4's ``ScoredAttention``), then the query and every
+    context joined, h̃_t = tanh(W_c [q_t; c¹_t; …; cᴷ_t] + b_c) (``reference.multi_source``).
+    query (B, T, d_q), keys (B, K, S, d_k), mask (B, K, S) → h̃ (B, T, d_q) [, weights (B, K, T, S)]."""
+
+    def __init__(self, d_query: int, d_key: int, units: int, sources: int = 2):
+        super().__init__()
+        d_query, d_key, units, sources = validate.sizes(d_query=d_query, d_key=d_key, units=units, sources=sources)
+        self.attend = nn.ModuleList([ScoredAttention("additive", d_query, d_key, units) for _ in range(sources)])
+        self.W_c = nn.Linear(d_query + sources * d_key, d_query)
+
+    def forward(self, query, keys, mask=None, return_weights: bool = False):
+        query = inputs.floats(query, "query")
+        keys = inputs.floats(keys, "keys", query.device)
+        validate.multi_source(query, keys, mask, len(self.attend))
+        mask = None if mask is None else inputs.bool_mask(mask, "mask", query.device)
+        contexts, weights = [], []
+        for k, attend in enumerate(self.attend):                  # source k: its own score and softmax
+            c, w = attend(query, keys[:, k], keys[:, k], None if mask is None else mask[:, k], return_weights=True)
+            contexts.append(c)                                    # (B, T, d_k)
+            weights.append(w)                                     # (B, T, S)
+        h = torch.tanh(self.W_c(torch.cat([query, *contexts], -1)))               # (B, T, d_q)
+        return (h, torch.stack(weights, 1)) if return_weights else h
+
+
+class MultiSourceTranslator(nn.Module):
+    """One decoder and ``sources`` encoders (Chapter 5's ``Encoder``, one per source), joined by
+    ``MultiSourceAttention``. The decoder's GRU reads the previous tokens from s_0 = tanh(W_s [s¹_0; …; sᴷ_0]) (each
+    encoder's start state), and each of its states queries every source (Luong's order, as Zoph and Knight).
+    sources (B, K, S) ids right-padded with 0, tgt_in (B, T) → logits (B, T, V) [, weights (B, K, T, S)]."""
+
+    def __init__(self, src_vocab: int, tgt_vocab: int, sources: int = 2, embed: int = 32, hidden: int = 64):
+        super().__init__()
+        src_vocab, tgt_vocab, sources, embed, hidden = validate.sizes(
+            src_vocab=src_vocab, tgt_vocab=tgt_vocab, sources=sources, embed=embed, hidden=hidden)
+        self.encoders = nn.ModuleList([Encoder(src_vocab, embed, hidden) for _ in range(sources)])
+        self.W_s = nn.Linear(sources * hidden, hidden)
+        self.embed = nn.Embedding(tgt_vocab, embed)
+        self.rnn = nn.GRU(embed, hidden, batch_first=True)
+        self.attention = MultiSourceAttention(hidden, 2 * hidden, hidden, sources)
+        self.out = nn.Linear(hidden, tgt_vocab)
+
+    def forward(self, sources, tgt_in, return_weights: bool = False):
+        sources = inputs.ids(sources, "sources", self.encoders[0].embed, ndim=3)      # (B, K, S)
+        validate.source_count(validate.shape_of(sources), len(self.encoders))
+        read = [encoder(sources[:, k], sources[:, k] != 0) for k, encoder in enumerate(self.encoders)]
+        states = torch.stack([r[0] for r in read], 1)                              # (B, K, S, 2H)
+        mask = torch.stack([r[1] for r in read], 1)                                # (B, K, S)
+        s_0 = torch.tanh(self.W_s(torch.cat([r[3] for r in read], -1)))            # (B, H)
+        tgt_in = inputs.ids(tgt_in, "tgt_in", self.embed)                          # (B, T)
+        validate.same_batch(sources=validate.shape_of(sources), tgt_in=validate.shape_of(tgt_in))
+        decoded, _ = self.rnn(self.embed(tgt_in), s_0[None])                       # (B, T, H)
+        h, weights = self.attention(decoded, states, mask, return_weights=True)
+        logits = self.out(h)                                                       # (B, T, V)
         return (logits, weights) if return_weights else logits

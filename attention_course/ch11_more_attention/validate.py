@@ -56,3 +56,23 @@ def some_elements(shortest: int) -> None:
     """Every list has at least one real element (its mask row is not all False)."""
     if shortest < 1:
         raise InputError("every row of mask needs at least one True: a list of no elements has nothing to point at")
+
+
+def multi_source(query, keys, mask, sources: int) -> None:
+    """Multi-source attention's inputs: queries (B, T, d_q), the ``sources`` sources' keys stacked (B, K, S, d_k)
+    with K = ``sources``, and a mask (B, K, S) of their real positions."""
+    q, k = shape_of(query), shape_of(keys)
+    m = None if mask is None else shape_of(mask)
+    same = lambda a, b: None in (a, b) or a == b                          # None: unknown while traced
+    if len(q) != 3 or len(k) != 4 or not same(q[0], k[0]) or not same(k[1], sources) or (m is not None and (
+            len(m) != 3 or not all(same(a, b) for a, b in zip(m, k[:3], strict=True)))):
+        raise ShapeError(f"multi-source attention over {sources} sources takes queries (B, T, d_q), the sources' keys "
+                         f"stacked (B, {sources}, S, d_k) and a mask (B, {sources}, S); got query {q}, keys {k}, "
+                         f"mask {m}")
+
+
+def source_count(shape, sources: int) -> None:
+    """A multi-source model's input: ids (B, K, S) with K its number of sources."""
+    if shape[1] is not None and shape[1] != sources:
+        raise ShapeError(f"this model reads {sources} source(s): sources must be ids (B, {sources}, S), one row of S "
+                         f"tokens per source; got shape {tuple(shape)}")

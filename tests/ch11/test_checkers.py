@@ -48,3 +48,30 @@ def test_convolutional_scores_passes_the_reference_and_names_mistakes(capsys):
     for wrong, message in ((valid_only, "pad"), (flipped, "furthest before j"), (no_query, "expected")):
         with pytest.raises(ExerciseError, match=message):
             exercises.convolutional_scores(wrong, seed=1)
+
+
+def test_multi_source_attention_passes_the_reference_and_names_mistakes(capsys):
+    def right(query, keys, mask, W_c, b_c):
+        return reference.multi_source(query, keys, mask, W_c, b_c)[0]
+
+    exercises.multi_source_attention(right)
+    assert "✓ multi-source attention" in capsys.readouterr().out
+
+    def one_softmax(query, keys, mask, W_c, b_c):
+        b, k, s, d = keys.shape
+        merged = keys.reshape(b, 1, k * s, d)
+        _, a = reference.multi_source(query, merged, mask.reshape(b, 1, k * s), np.zeros((2 * d, d)), np.zeros(d))
+        contexts = [a[:, 0, :, i * s:(i + 1) * s] @ keys[:, i] for i in range(k)]
+        return np.tanh(np.concatenate([query, *contexts], -1) @ W_c + b_c)
+
+    def unmasked(query, keys, mask, W_c, b_c):
+        return reference.multi_source(query, keys, None, W_c, b_c)[0]
+
+    def no_query(query, keys, mask, W_c, b_c):
+        h, _ = reference.multi_source(query * 0, keys, mask, W_c, b_c)
+        return h
+
+    for wrong, message in ((one_softmax, "its own softmax"), (unmasked, "must get no weight"),
+                           (no_query, "per source k")):
+        with pytest.raises(ExerciseError, match=message):
+            exercises.multi_source_attention(wrong, seed=0)

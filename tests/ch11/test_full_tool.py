@@ -18,17 +18,22 @@ def test_the_tool_writes_each_runs_rows(tmp_path, monkeypatch):
                                              "test_lengths": (5, 12), "hidden": 8})
     monkeypatch.setitem(c11.MARKER_SIZES, "quick", {**c11.MARKER_SIZES["quick"], "n_train": 200, "n_test": 50,
                                                     "epochs": 1, "dim": 8})
+    monkeypatch.setitem(c11.MULTI_SIZES, "quick", {**c11.MULTI_SIZES["quick"], "n_train": 100, "n_test": 10,
+                                                   "epochs": 1, "hidden": 4, "embed": 4})
     try:
-        assert chapter11_full.main(["--size", "quick", "--models", "pointer,fixed,marker", "--seeds", "0,1",
+        assert chapter11_full.main(["--size", "quick", "--models", "pointer,fixed,marker,multi", "--seeds", "0,1",
                                     "--out", str(tmp_path)]) == 0
     finally:
         frameworks.use(None)
     results = json.loads((tmp_path / "quick-pytorch.json").read_text())
     assert results["sizes"]["sorting"]["n_train"] == 300 and results["framework"] == "pytorch"
     runs = results["runs"]
-    assert [(r["model"], r["seed"]) for r in runs] == [(m, s) for s in (0, 1) for m in ("pointer", "fixed", "marker")]
+    assert [(r["model"], r["seed"]) for r in runs] == [(m, s) for s in (0, 1)
+                                                       for m in ("pointer", "fixed", "marker", "multi")]
     sorting = [row for r in runs if r["model"] == "pointer" for row in r["rows"]]
     assert [(row["length"], row["seed"]) for row in sorting] == [(5, 0), (12, 0), (5, 1), (12, 1)]
     assert all(0 <= row["steps right"] <= 1 for row in sorting)
     marker = [row for r in runs if r["model"] == "marker" for row in r["rows"]]
-    assert [row["width"] for row in marker] == [1, 3, 1, 3] and all(r["seconds"] > 0 for r in runs)
+    assert [row["width"] for row in marker] == [1, 3, 1, 3]
+    multi = [row["model"] for r in runs if r["model"] == "multi" for row in r["rows"]]
+    assert multi == list(c11.MULTI_MODELS) * 2

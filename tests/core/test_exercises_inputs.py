@@ -21,7 +21,7 @@ CHECKERS = {
     "heads": "x", "causal": "t_q", "rotary": "x", "multi_head": "x", "decoder_masks": "src_mask", "warmup": "step",
     "mlm_mask": "ids", "attention_entropy": "weights", "draw_filters": "gx",
     "online_softmax": "blocks", "grouped_heads": "kv", "window_cache": "cache", "linear_step": "state",
-    "pointer_distribution": "encoded", "convolutional_scores": "query",
+    "pointer_distribution": "encoded", "convolutional_scores": "query", "multi_source_attention": "query",
 }
 #: How the first input is described when it is a number, not an array.
 NUMBER_FIRST = {"causal": r"t_q \d+, t_k \d+", "warmup": r"step \d+, d_model \d+",
