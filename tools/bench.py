@@ -47,7 +47,8 @@ SCORE_LENGTHS, SCORE_SIZES = [16, 64, 256], [16, 64]
 MHA_LENGTHS = {"pytorch": [128, 256, 512, 1024, 2048, 4096], "keras": [128, 256, 512, 1024, 2048]}
 CACHE_STEPS = [8, 16, 32, 64, 128]
 FLASH_LENGTHS = [512, 1024, 2048, 4096]
-CASES = ("ch2", "ch4", "ch7", "ch8", "ch10", "train")   # and "ch7-memory": Chapter 7's memory case alone
+DECODE_LENGTHS = [256, 1024, 4096, 16384, 65536]
+CASES = ("ch2", "ch4", "ch7", "ch8", "ch10", "train")   # and "ch7-memory", "ch10-decode": one case alone
 
 
 def peak_mb(framework: str, kind: str, length: int, batch: int = 8) -> float:
@@ -130,6 +131,9 @@ def measure(cost, repeats: int, chapters=CASES, framework: str = "pytorch") -> d
         fw = import_module(f"attention_course.{'torch' if framework == 'pytorch' else 'keras'}")
         record("train-step", {k: {} for k in bench.TRAINED}, make=lambda kind: bench.training_pass(fw, kind),
                repeats=min(repeats, 9))
+    if "ch10" in chapters or "ch10-decode" in chapters:
+        for n in DECODE_LENGTHS:
+            record("ch10-decode", {k: {"length": n} for k in cost.DECODE_KINDS}, make=cost.decode_step)
     if "ch10" in chapters:
         for n in FLASH_LENGTHS:
             record("ch10-flash", {k: {"length": n, "batch": 1} for k in cost.FLASH_KINDS}, make=cost.attention_pass,
@@ -159,15 +163,16 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--out", type=Path, default=ROOT / "attention_course" / "benchmarks")
     parser.add_argument("--cases", default=",".join(CASES),
-                        help="chapters whose cases to run: ch2, ch4, ch7, ch8, ch10, train")
+                        help="chapters whose cases to run: ch2, ch4, ch7, ch8, ch10, train; or one case: "
+                             "ch7-memory, ch10-decode")
     parser.add_argument("--peak", nargs=4, metavar=("FRAMEWORK", "KIND", "LENGTH", "BATCH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.peak:
         _peak_child(args.peak[0], args.peak[1], int(args.peak[2]), int(args.peak[3]))
         return 0
     chapters = [c.strip() for c in args.cases.split(",")]
-    if set(chapters) - {*CASES, "ch7-memory"}:
-        parser.error(f"--cases takes {', '.join(CASES)} or ch7-memory; got {args.cases!r}")
+    if set(chapters) - {*CASES, "ch7-memory", "ch10-decode"}:
+        parser.error(f"--cases takes {', '.join(CASES)}, ch7-memory or ch10-decode; got {args.cases!r}")
 
     import attention_course as ac
     from attention_course import bench

@@ -14,11 +14,13 @@ import tensorflow as tf
 
 from attention_course.bench import build_layer
 
-__all__ = ["forward", "tensor_elements", "attention_pass", "MHA_KINDS", "FLASH_KINDS"]
+__all__ = ["forward", "tensor_elements", "attention_pass", "decode_step", "MHA_KINDS", "FLASH_KINDS", "DECODE_KINDS"]
 
 #: What ``attention_pass`` can run (see ``ac.bench.torch_cost``).
 MHA_KINDS = ("explicit", "fused", "course", "framework")
 FLASH_KINDS = ("explicit", "fused", "tiled")
+#: What ``decode_step`` can run: softmax attention over a cache, linear attention's recurrent step.
+DECODE_KINDS = ("softmax", "linear")
 FLASH_BLOCK = 128
 
 _RELABEL = {"Reshape", "ExpandDims", "Squeeze", "Identity", "Placeholder", "Const", "Shape", "NoOp",
@@ -104,5 +106,35 @@ def attention_pass(kind: str, length: int, *, batch: int = 8, heads: int = 8, d_
 
     def run() -> None:
         tf.nest.map_structure(lambda t: t.numpy(), graph(*inputs))    # .numpy() waits for the result
+
+    return run
+
+
+def decode_step(kind: str, length: int, *, batch: int = 1, heads: int = 8, d_head: int = 64,
+                seed: int = 0) -> Callable[[], None]:
+    """A function that runs one decoding step of ``kind`` (``DECODE_KINDS``) after ``length`` tokens, as a compiled
+    graph, and waits: ``"softmax"`` attends over the ``length`` cached keys and values (the weights formed),
+    ``"linear"`` updates linear attention's fixed-size state and reads it."""
+    from attention_course import keras as fw
+
+    if kind not in DECODE_KINDS:
+        raise ValueError(f"unknown decoding kind {kind!r}; choose one of {DECODE_KINDS}")
+    rng = np.random.default_rng(seed)
+    q, k, v = (tf.convert_to_tensor(rng.normal(size=(batch, heads, d_head)).astype(np.float32)) for _ in range(3))
+    if kind == "softmax":                  # the cache holds a key and a value per earlier token and head
+        keys, values = (tf.convert_to_tensor(rng.normal(size=(batch, heads, length, d_head)).astype(np.float32))
+                        for _ in range(2))
+        def step():
+            return fw.scaled_dot_product_attention(q[:, :, None], keys, values, return_weights=True)[0]
+
+        graph = tf.function(step, autograph=False)
+    else:                                  # the state holds d_head × d_head numbers per head, whatever the length
+        state = tf.convert_to_tensor((rng.random((batch, heads, d_head, d_head)) * length).astype(np.float32))
+        norm = tf.convert_to_tensor((rng.random((batch, heads, d_head)) * length).astype(np.float32))
+        graph = tf.function(lambda: fw.linear_attention_step(state, norm, q, k, v)[0], autograph=False)
+    graph()                                                           # trace once, outside the timing
+
+    def run() -> None:
+        graph().numpy()                                               # .numpy() waits for the result
 
     return run

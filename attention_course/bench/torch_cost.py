@@ -26,12 +26,15 @@ from torch.utils._pytree import tree_flatten
 from attention_course.bench import build_layer
 from attention_course.core.torch.train import device
 
-__all__ = ["forward", "tensor_elements", "attention_pass", "matmul_tflops", "MHA_KINDS", "FLASH_KINDS"]
+__all__ = ["forward", "tensor_elements", "attention_pass", "decode_step", "matmul_tflops", "MHA_KINDS", "FLASH_KINDS",
+           "DECODE_KINDS"]
 
 #: What ``attention_pass`` can run: Chapter 7's comparison, and Chapter 10's.
 MHA_KINDS = ("explicit", "fused", "course", "framework")
 FLASH_KINDS = ("explicit", "fused", "tiled")
 FLASH_BLOCK = 128
+#: What ``decode_step`` can run: softmax attention over a cache, linear attention's recurrent step.
+DECODE_KINDS = ("softmax", "linear")
 
 
 def _build(kind: str, length: int, window: int, dim: int, batch: int, seed: int):
@@ -128,6 +131,32 @@ def attention_pass(kind: str, length: int, *, batch: int = 8, heads: int = 8, d_
         else:
             with torch.no_grad():
                 fn(*inputs)
+        sync()
+
+    return run
+
+
+def decode_step(kind: str, length: int, *, batch: int = 1, heads: int = 8, d_head: int = 64,
+                seed: int = 0) -> Callable[[], None]:
+    """A function that runs one decoding step of ``kind`` (``DECODE_KINDS``) after ``length`` tokens and waits."""
+    from attention_course import torch as fw
+
+    if kind not in DECODE_KINDS:
+        raise ValueError(f"unknown decoding kind {kind!r}; choose one of {DECODE_KINDS}")
+    gen = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(batch, heads, d_head, generator=gen).to(device()) for _ in range(3))
+    sync = torch.cuda.synchronize if device().type == "cuda" else (lambda: None)
+    if kind == "softmax":                  # the cache holds a key and a value per earlier token and head
+        keys, values = (torch.randn(batch, heads, length, d_head, generator=gen).to(device()) for _ in range(2))
+        step = lambda: fw.scaled_dot_product_attention(q[:, :, None], keys, values, return_weights=True)
+    else:                                  # the state holds d_head × d_head numbers per head, whatever the length
+        state = torch.rand(batch, heads, d_head, d_head, generator=gen).to(device()) * length
+        norm = torch.rand(batch, heads, d_head, generator=gen).to(device()) * length
+        step = lambda: fw.linear_attention_step(state, norm, q, k, v)
+
+    def run() -> None:
+        with torch.no_grad():
+            step()
         sync()
 
     return run

@@ -59,3 +59,27 @@ def test_a_linear_llama_uses_it_and_refuses_what_it_cannot_do(module):
             layer(x, **kwargs)
     with pytest.raises(ConfigError, match="no mask"):
         model(torch.as_tensor(ids) if module is ch10_torch else ids, mask=module.window_mask(5, window=2))
+
+
+def test_the_benchmarked_decoding_steps_run_and_only_softmax_grows_with_the_context(fw):
+    """``make bench``'s ch10-decode case: both steps run in both frameworks, and PyTorch's own counter of
+    matrix-product FLOPs finds softmax attention's step growing in proportion to the context and linear attention's
+    the same at every length."""
+    from conftest import cost_of
+    from torch.utils.flop_counter import FlopCounterMode
+
+    for kind in cost_of(fw).DECODE_KINDS:
+        cost_of(fw).decode_step(kind, 16, heads=2, d_head=4)()
+    with pytest.raises(ValueError, match="unknown decoding kind 'sparse'"):
+        cost_of(fw).decode_step("sparse", 16)
+    from attention_course.bench import torch_cost
+
+    flops = {}
+    for kind in torch_cost.DECODE_KINDS:
+        for length in (16, 64):
+            run = torch_cost.decode_step(kind, length, heads=2, d_head=4)
+            with FlopCounterMode(display=False) as counter:
+                run()
+            flops[kind, length] = counter.get_total_flops()
+    assert flops["softmax", 64] == 4 * flops["softmax", 16] == 4 * (2 * 2 * 2 * 16 * 4)   # q·K and a·V: 2hTd each
+    assert flops["linear", 64] == flops["linear", 16] > 0
