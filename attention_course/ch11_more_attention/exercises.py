@@ -13,6 +13,11 @@ v (u,).
 for each source k its own softmax over its own S positions of the dot scores q_t · k^k_j (−inf where ``mask`` is
 False), c^k_t the weighted sum of its keys, then h̃_t = tanh([q_t; c¹_t; …; cᴷ_t] W_c + b_c), for query (B, T, d),
 keys (B, K, S, d), mask (B, K, S), W_c (d + K·d, d), b_c (d,).
+
+``copy_distribution``: ``fn(logits, weights, src_ext, p_gen, extra)`` returns the pointer-generator's final
+distribution P (B, T, V + extra): p_gen times the softmax of ``logits`` (B, T, V), padded with ``extra`` zeros, plus
+(1 − p_gen) times the attention ``weights`` (B, T, S) added up over the source positions j into the ids ``src_ext``
+(B, S) of their words (a word twice in the source gets both weights); ``p_gen`` (B, T).
 """
 
 from __future__ import annotations
@@ -23,10 +28,10 @@ import numpy as np
 
 from attention_course.ch01_sequence_models.exercises import _pass
 from attention_course.ch11_more_attention.reference import convolutional_scores as _scores
-from attention_course.ch11_more_attention.reference import multi_source, pointer_log_probs
+from attention_course.ch11_more_attention.reference import multi_source, pointer_generator, pointer_log_probs
 from attention_course.core.grading import ExerciseError, call, start
 
-__all__ = ["pointer_distribution", "convolutional_scores", "multi_source_attention"]
+__all__ = ["pointer_distribution", "convolutional_scores", "multi_source_attention", "copy_distribution"]
 
 
 def pointer_distribution(fn: Callable, *, trials: int = 20, seed: int | None = None) -> None:
@@ -120,3 +125,34 @@ def multi_source_attention(fn: Callable, *, trials: int = 20, seed: int | None =
                             f"h̃_t = tanh([q_t; c¹_t; …; cᴷ_t] W_c + b_c). For the first example, first query, expected "
                             f"{np.round(want[0, 0], 3)}, got {np.round(got[0, 0], 3)}")
     _pass("multi-source attention", trials)
+
+
+def copy_distribution(fn: Callable, *, trials: int = 20, seed: int | None = None) -> None:
+    """Check ``fn(logits, weights, src_ext, p_gen, extra) -> P (B, T, V + extra)``, the pointer-generator's output."""
+    rng = start(fn, trials, seed)
+    for trial in range(trials):
+        b, t, s, v, extra = (int(rng.integers(low, high)) for low, high in ((1, 4), (1, 4), (2, 7), (2, 8), (1, 4)))
+        weights = rng.random((b, t, s))
+        src_ext = rng.integers(0, v + extra, (b, s))
+        if trial == 0:
+            src_ext[0, 1] = src_ext[0, 0]                                   # a word twice in the source
+        args = {"logits": rng.normal(size=(b, t, v)), "weights": weights / weights.sum(-1, keepdims=True),
+                "src_ext": src_ext, "p_gen": rng.random((b, t)), "extra": extra}
+        want = pointer_generator(*args.values())
+        got = np.asarray(call(fn, args), float)
+        if got.shape != want.shape:
+            raise ExerciseError(f"for logits {args['logits'].shape} and extra={extra}, return P of shape {want.shape} "
+                                f"(B, T, V + extra): the extended vocabulary; got {got.shape}")
+        if np.allclose(got, want, atol=1e-6):
+            continue
+        swapped = pointer_generator(*{**args, "p_gen": 1 - args["p_gen"]}.values())
+        if np.allclose(got, swapped, atol=1e-6):
+            raise ExerciseError("p_gen is the probability of generating: it weighs the vocabulary's distribution, and "
+                                "1 − p_gen the copying")
+        if not np.allclose(got.sum(-1), 1, atol=1e-6):
+            raise ExerciseError("each step's P must sum to 1 over the extended vocabulary: add the copied weights "
+                                "into the words' ids (a word twice in the source gets both of its weights), do not "
+                                "overwrite them")
+        raise ExerciseError(f"P(w) = p_gen P_vocab(w) + (1 − p_gen) Σ_(j: src_ext_j = w) a_tj; for the first example, "
+                            f"first step, expected {np.round(want[0, 0], 3)}, got {np.round(got[0, 0], 3)}")
+    _pass("copy distribution", trials)

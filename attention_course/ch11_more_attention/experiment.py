@@ -11,6 +11,9 @@ Hierarchical attention (Yang et al., 2016) on BBC News, against flat attention a
 
 Multi-source attention (Zoph & Knight, 2016) on two sources that each hold half of the answer: the target is the
 first source's tokens, then the second's; a decoder that reads one source can only write its half.
+
+The pointer-generator (See et al., 2017) on translating sentences with names: words are translated, names are
+copied, and the test sentences hold names never seen in training, which no fixed vocabulary contains.
 """
 
 from __future__ import annotations
@@ -24,12 +27,14 @@ import numpy as np
 from attention_course.core import validate
 from attention_course.core.backend import backend
 from attention_course.core.errors import ConfigError
+from attention_course.core.text import BOS, UNK
 from attention_course.notebook import session
 
 __all__ = ["SIZES", "IGNORE", "Sorting", "sorting", "build", "train", "point", "scores", "generalisation",
            "MARKER", "MARKER_SIZES", "Marked", "after_marker", "marker_reading",
            "NEWS_SIZES", "NEWS_MODELS", "Documents", "news", "classify",
-           "MULTI_SIZES", "MULTI_MODELS", "START", "TwoSources", "two_sources", "translate_sources", "multi_source"]
+           "MULTI_SIZES", "MULTI_MODELS", "START", "TwoSources", "two_sources", "translate_sources", "multi_source",
+           "COPY_SIZES", "COPY_MODELS", "Named", "named_sentences", "translate_copying", "copying"]
 
 #: The targets of padded steps, left out of the loss and the scores.
 IGNORE = -1
@@ -354,5 +359,120 @@ def multi_source(fw: ModuleType, sizes: dict[str, Any], seed: int = 0, *, models
         right = translate_sources(model, test.sources[:, read], 2 * half) == test.target
         rows.append({"model": name, "seed": seed, "first half right": float(right[:, :half].mean()),
                      "second half right": float(right[:, half:].mean()), "targets right": float(right.all(1).mean())})
+        trained[name] = model
+    return pd.DataFrame(rows), trained, test
+
+
+#: Sentences of ``length`` tokens, each a name with probability ``name_share``, else one of ``words`` words. Names
+#: come from a pool of ``names``; the ``known`` most frequent are in both vocabularies, the rest of the training
+#: names are not (the model sees them only as ``UNK``), and the test names (the pool's last ``unseen``) never occur
+#: in training.
+COPY_SIZES: dict[str, dict[str, Any]] = {
+    "quick": {"n_train": 4000, "n_test": 500, "length": 8, "words": 40, "names": 400, "known": 50, "unseen": 100,
+              "name_share": 0.25, "embed": 32, "hidden": 48, "epochs": 6, "batch_size": 64, "lr": 5e-3},
+    "full": {"n_train": 50_000, "n_test": 2000, "length": 16, "words": 200, "names": 4000, "known": 200,
+             "unseen": 1000, "name_share": 0.25, "embed": 64, "hidden": 128, "epochs": 8, "batch_size": 128,
+             "lr": 2e-3},
+}
+#: The models of the comparison: with the copy gate, and the same translator without it.
+COPY_MODELS: dict[str, bool] = {"pointer-generator": True, "no copying": False}
+
+
+@dataclass(frozen=True)
+class Named:
+    """Sentences to translate: ``src`` (n, L) source ids (0 padding, ``UNK`` for names outside the vocabulary),
+    ``src_ext`` (n, L) each source word's id in the extended target vocabulary (a known name its target id, an
+    unknown one ``tgt_vocab`` + k for the k-th in its sentence, a word ``UNK``: words are translated, not copied),
+    ``target`` (n, L) in extended ids, ``tgt_in`` (n, L) the target shifted right after ``BOS``, ``is_name``
+    (n, L), and the vocabularies' sizes."""
+
+    src: np.ndarray
+    src_ext: np.ndarray
+    target: np.ndarray
+    tgt_in: np.ndarray
+    is_name: np.ndarray
+    src_vocab: int
+    tgt_vocab: int
+
+
+def named_sentences(sizes: dict[str, Any], n: int, seed: int, test: bool = False) -> Named:
+    """``n`` sentences with names (``COPY_SIZES``), seeded. Word w (of ``words``) translates to target word
+    (7w + 3) mod ``words``; a name is copied. Training names: the ``known`` first names of the pool for half the
+    names, the others uniform over the rest of the pool but its last ``unseen``; test names (``test=True``): only
+    those last ``unseen``, never seen in training."""
+    words, names, known, unseen = (validate.integer(k, sizes[k]) for k in ("words", "names", "known", "unseen"))
+    if not 0 < known < names - unseen:
+        raise ConfigError(f"names={names}, known={known}, unseen={unseen}: the known names, the other training "
+                          f"names and the unseen ones must each be at least one")
+    length = validate.integer("length", sizes["length"])
+    rng = np.random.default_rng(seed)
+    is_name = rng.random((n, length)) < sizes["name_share"]
+    word = rng.integers(0, words, (n, length))
+    if test:
+        name = rng.integers(names - unseen, names, (n, length))
+    else:
+        name = np.where(rng.random((n, length)) < 0.5, rng.integers(0, known, (n, length)),
+                        rng.integers(known, names - unseen, (n, length)))
+    # source ids: 0 pad, UNK, the words, the known names; target ids: 0 pad, UNK, BOS, the words, the known names
+    src_vocab, tgt_vocab = 2 + words + known, 3 + words + known
+    src = np.where(is_name, np.where(name < known, 2 + words + name, UNK), 2 + word)
+    target = np.where(is_name, np.where(name < known, 3 + words + name, -1), 3 + (7 * word + 3) % words)
+    src_ext = np.where(is_name & (name < known), target, UNK)
+    for i in range(n):                                     # the k-th distinct unknown name of a sentence: V + k
+        slots: dict[int, int] = {}
+        for j in np.flatnonzero(is_name[i] & (name[i] >= known)):
+            slots.setdefault(int(name[i, j]), tgt_vocab + len(slots))
+            src_ext[i, j] = target[i, j] = slots[int(name[i, j])]
+    tgt_in = np.concatenate([np.full((n, 1), BOS), target[:, :-1]], axis=1)
+    src, src_ext, target, tgt_in = (a.astype(np.int64) for a in (src, src_ext, target, tgt_in))
+    return Named(src, src_ext, target, tgt_in, is_name, src_vocab, tgt_vocab)
+
+
+def translate_copying(model, data: Named, batch_size: int = 500) -> tuple[np.ndarray, np.ndarray]:
+    """Greedy decoding from ``BOS`` over the extended vocabulary (the whole prefix run again each step): the
+    written ids (n, L) and, for a copying model, p_gen at each step (n, L) (ones without copying)."""
+    run = backend(model).run
+    written, gates = [], []
+    for start in range(0, len(data.src), batch_size):
+        rows = slice(start, start + batch_size)
+        src, ext = data.src[rows], data.src_ext[rows]
+        out = np.full((len(src), 1), BOS, np.int64)
+        for _ in range(data.target.shape[1]):
+            scores, _, gate = run(model, src, ext, out, return_weights=True)
+            out = np.concatenate([out, scores[:, -1].argmax(-1)[:, None]], axis=1)
+        written.append(out[:, 1:])
+        gates.append(gate)
+    return np.concatenate(written), np.concatenate(gates)
+
+
+def copying(fw: ModuleType, sizes: dict[str, Any], seed: int = 0, *, models=tuple(COPY_MODELS)):
+    """Train a ``PointerGenerator`` with and without its copy gate (``COPY_MODELS``) on sentences with names and
+    translate test sentences whose names were never seen. A DataFrame: model, seed, the share of names right
+    (copied), of words right (translated), of sentences right, BLEU (sacreBLEU on the ids), and the mean p_gen at
+    name and at word positions; the trained models; and the test sentences. The model without copying is trained
+    to write ``UNK`` for a name outside its vocabulary."""
+    import pandas as pd
+    import sacrebleu
+
+    data = named_sentences(sizes, sizes["n_train"], seed)
+    test = named_sentences(sizes, sizes["n_test"], seed + 1000, test=True)
+    rows, trained = [], {}
+    for name in models:
+        copy = COPY_MODELS[name]
+        session.seed_everything(seed)
+        model = fw.PointerGenerator(data.src_vocab, data.tgt_vocab, sizes["length"], sizes["embed"], sizes["hidden"],
+                                    copy=copy)
+        target = data.target if copy else np.where(data.target >= data.tgt_vocab, UNK, data.target)
+        fw.fit(model, (data.src, data.src_ext, data.tgt_in), target, epochs=sizes["epochs"],
+               batch_size=sizes["batch_size"], lr=sizes["lr"], seed=seed, clip_norm=1.0,
+               desc=f"{name} ({backend(fw).name})")
+        written, gate = translate_copying(model, test)
+        right = written == test.target
+        bleu = sacrebleu.corpus_bleu([" ".join(map(str, w)) for w in written],
+                                     [[" ".join(map(str, t)) for t in test.target]], tokenize="none").score
+        rows.append({"model": name, "seed": seed, "names right": float(right[test.is_name].mean()),
+                     "words right": float(right[~test.is_name].mean()), "sentences right": float(right.all(1).mean()),
+                     "BLEU": bleu, "p_gen at names": float(gate[test.is_name].mean()),
+                     "p_gen at words": float(gate[~test.is_name].mean())})
         trained[name] = model
     return pd.DataFrame(rows), trained, test

@@ -16,10 +16,11 @@ from attention_course.ch05_neural_machine_translation.keras import Encoder, embe
 from attention_course.ch11_more_attention import validate
 from attention_course.core.keras import inputs
 from attention_course.core.keras.base import BuildOnCall, Layer, Model
+from attention_course.core.text import UNK
 
 __all__ = ["PointerAttention", "PointerNetwork", "FixedOutputNetwork", "ConvolutionalAttention", "MarkerReader",
            "ContextAttention", "HierarchicalAttentionNetwork", "FlatAttentionNetwork", "MultiSourceAttention",
-           "MultiSourceTranslator"]
+           "MultiSourceTranslator", "CopyGate", "PointerGenerator"]
 
 class PointerAttention(BuildOnCall, Layer):
     """u_tj = vᵀ tanh(W_1 e_j + W_2 d_t), softmax over the input positions j: the distribution a pointer network
@@ -291,3 +292,76 @@ class MultiSourceTranslator(Model):
         h, weights = self.attention(decoded, states, mask, return_weights=True)
         logits = self.out(h)                                                       # (B, T, V)
         return (logits, weights) if return_weights else logits
+
+
+class CopyGate(BuildOnCall, Layer):
+    """See et al.'s pointer-generator output (2017): p_gen = σ(w_cᵀ c_t + w_sᵀ s_t + w_xᵀ x_t + b) mixes the
+    vocabulary distribution with the attention over the source, P(w) = p_gen P_vocab(w) + (1 − p_gen) Σ_{j: w_j = w}
+    a_tj, over the extended vocabulary: the V target words, then ``extra`` ids for source words the vocabulary lacks
+    (``reference.pointer_generator``). logits (B, T, V), weights (B, T, S), src_ext (B, S) the source words' ids in
+    the extended vocabulary, context (B, T, c), state (B, T, s), embedded (B, T, x) → log P (B, T, V + extra)
+    [, p_gen (B, T)]."""
+
+    def __init__(self, d_context: int, d_state: int, d_input: int, extra: int, **kwargs):
+        super().__init__(**kwargs)
+        d_context, d_state, d_input, extra = validate.sizes(d_context=d_context, d_state=d_state, d_input=d_input,
+                                                            extra=extra)
+        self.extra = extra
+        self.w = layers.Dense(1, activation="sigmoid")
+
+    def call(self, logits, weights, src_ext, context, state, embedded, return_gate: bool = False):
+        logits, weights = inputs.floats(logits, "logits"), inputs.floats(weights, "weights")
+        src_ext = inputs.tensor(src_ext, "src_ext")
+        validate.copy_inputs(logits, weights, src_ext, self.extra)
+        size = logits.shape[-1] + self.extra
+        if not inputs.symbolic(src_ext):
+            validate.extended_ids("src_ext", inputs.dtype_name(src_ext), src_ext.shape, size,
+                                  int(ops.min(src_ext)), int(ops.max(src_ext)))
+        p_gen = self.w(ops.concatenate([context, state, embedded], axis=-1))          # (B, T, 1)
+        vocab = ops.pad(ops.softmax(logits, axis=-1), [(0, 0), (0, 0), (0, self.extra)])   # (B, T, V + extra)
+        copied = ops.matmul(weights, ops.one_hot(src_ext, size, dtype=weights.dtype))  # Σ_{j: w_j = w} a_tj
+        log_p = ops.log(ops.maximum(p_gen * vocab + (1 - p_gen) * copied, 1e-12))
+        return (log_p, p_gen[..., 0]) if return_gate else log_p
+
+
+class PointerGenerator(Model):
+    """An encoder-decoder with Bahdanau's additive attention that can copy: Chapter 5's ``Encoder``, a GRU decoder
+    over the previous tokens whose states query the source (Luong's order, all steps at once), an attentional state
+    tanh(W_c [s_t; c_t]) and the vocabulary's logits, then ``CopyGate`` (``copy=True``). With ``copy=False`` it is
+    the same translator without the gate, the model that can only write its vocabulary.
+    src (B, S) ids in the source vocabulary (0 padding), src_ext (B, S) the same words in the extended vocabulary,
+    tgt_in (B, T) extended ids (those ≥ ``tgt_vocab``, copied words, are read as ``UNK``) → log P (B, T, V + extra),
+    or with ``copy=False`` logits (B, T, V) [, weights (B, T, S), p_gen (B, T) (ones without copying)]."""
+
+    def __init__(self, src_vocab: int, tgt_vocab: int, extra: int, embed: int = 32, hidden: int = 64,
+                 copy: bool = True, **kwargs):
+        super().__init__(**kwargs)
+        src_vocab, tgt_vocab, extra, embed, hidden = validate.sizes(
+            src_vocab=src_vocab, tgt_vocab=tgt_vocab, extra=extra, embed=embed, hidden=hidden)
+        self.tgt_vocab, self.extra = tgt_vocab, extra
+        self.encoder = Encoder(src_vocab, embed, hidden)
+        self.embed = embedding(tgt_vocab, embed)                                   # N(0, 1), as PyTorch's
+        self.rnn = layers.GRU(hidden, return_sequences=True, reset_after=True)
+        self.attention = ScoredAttention("additive", hidden, 2 * hidden, hidden)
+        self.W_c = layers.Dense(hidden, activation="tanh")
+        self.out = layers.Dense(tgt_vocab)
+        self.gate = CopyGate(2 * hidden, hidden, embed, extra) if copy else None
+
+    def call(self, src, src_ext, tgt_in, return_weights: bool = False):
+        src = inputs.ids(src, "src", self.encoder.embed)
+        h, mask, _, s_0 = self.encoder(src, src != 0)                                  # (B, S, 2H), …, (B, H)
+        tgt_in = inputs.tensor(tgt_in, "tgt_in")
+        if not inputs.symbolic(tgt_in):
+            validate.extended_ids("tgt_in", inputs.dtype_name(tgt_in), tgt_in.shape, self.tgt_vocab + self.extra,
+                                  int(ops.min(tgt_in)), int(ops.max(tgt_in)))
+        validate.same_batch(src=validate.shape_of(src), tgt_in=validate.shape_of(tgt_in))
+        x = self.embed(ops.where(tgt_in < self.tgt_vocab, tgt_in, UNK))                # (B, T, E)
+        s = self.rnn(x, initial_state=[s_0])                                           # (B, T, H)
+        c, a = self.attention(s, h, h, mask, return_weights=True)                      # (B, T, 2H), (B, T, S)
+        logits = self.out(self.W_c(ops.concatenate([s, c], axis=-1)))                 # (B, T, V)
+        if self.gate is None:
+            return (logits, a, ops.ones(ops.shape(a)[:2])) if return_weights else logits
+        src_ext = inputs.tensor(src_ext, "src_ext")
+        validate.same_shape("src_ext", tuple(src_ext.shape), tuple(src.shape), "src")
+        log_p, p_gen = self.gate(logits, a, src_ext, c, s, x, return_gate=True)
+        return (log_p, a, p_gen) if return_weights else log_p

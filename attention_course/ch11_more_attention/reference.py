@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["pointer_log_probs", "convolutional_scores", "multi_source"]
+__all__ = ["pointer_log_probs", "convolutional_scores", "multi_source", "pointer_generator"]
 
 
 def pointer_log_probs(encoded, decoded, W_1, W_2, v, mask=None) -> np.ndarray:
@@ -62,3 +62,20 @@ def multi_source(query, keys, mask, W_c, b_c, additive=None) -> tuple[np.ndarray
         weights.append(a)
         contexts.append(a @ keys[:, k])                                                      # (B, T, d_k)
     return np.tanh(np.concatenate([query, *contexts], -1) @ W_c + b_c), np.stack(weights, 1)
+
+
+def pointer_generator(logits, weights, src_ext, p_gen, extra: int) -> np.ndarray:
+    """See et al.'s final distribution (2017, eq. 9) over the extended vocabulary (the V target words, then
+    ``extra`` ids for source words the vocabulary lacks): P(w) = p_gen P_vocab(w) + (1 − p_gen) Σ_{j: w_j = w} a_tj.
+
+    logits (B, T, V), weights (B, T, S) the attention over the source, src_ext (B, S) the source words' extended ids,
+    p_gen (B, T) → P (B, T, V + extra)."""
+    logits, weights, p_gen = (np.asarray(a, float) for a in (logits, weights, p_gen))
+    vocab = np.exp(logits - logits.max(-1, keepdims=True))
+    vocab /= vocab.sum(-1, keepdims=True)
+    b, t, v = logits.shape
+    mixed = np.concatenate([vocab, np.zeros((b, t, extra))], -1) * p_gen[..., None]
+    for i in range(b):
+        for j, word in enumerate(np.asarray(src_ext)[i]):
+            mixed[i, :, word] += (1 - p_gen[i]) * weights[i, :, j]                 # a word twice adds both weights
+    return mixed

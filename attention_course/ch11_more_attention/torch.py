@@ -2,7 +2,8 @@
 its prediction, and the same encoder-decoder with a fixed vocabulary of output positions, the model a pointer
 network replaces; convolutional attention (Allamanis et al., 2016), whose scores see a window of neighbouring keys;
 hierarchical attention (Yang et al., 2016); multi-source attention (Zoph & Knight, 2016), one decoder attending to
-several encoders. Same names and signatures as ``keras.py`` beside it.
+several encoders; the pointer-generator (See et al., 2017), which copies source words through its attention. Same
+names and signatures as ``keras.py`` beside it.
 
 Shapes: B batch, N input positions, F features per input element, T output steps, h the LSTMs' width.
 """
@@ -10,17 +11,19 @@ Shapes: B batch, N input positions, F features per input element, T output steps
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from attention_course.ch01_sequence_models.torch import masked_softmax
 from attention_course.ch04_score_functions.torch import ScoredAttention
 from attention_course.ch05_neural_machine_translation.torch import Encoder, encode_padded
 from attention_course.ch11_more_attention import validate
+from attention_course.core.text import UNK
 from attention_course.core.torch import inputs
 
 __all__ = ["PointerAttention", "PointerNetwork", "FixedOutputNetwork", "ConvolutionalAttention", "MarkerReader",
            "ContextAttention", "HierarchicalAttentionNetwork", "FlatAttentionNetwork", "MultiSourceAttention",
-           "MultiSourceTranslator"]
+           "MultiSourceTranslator", "CopyGate", "PointerGenerator"]
 
 
 class PointerAttention(nn.Module):
@@ -304,3 +307,75 @@ class MultiSourceTranslator(nn.Module):
         h, weights = self.attention(decoded, states, mask, return_weights=True)
         logits = self.out(h)                                                       # (B, T, V)
         return (logits, weights) if return_weights else logits
+
+
+class CopyGate(nn.Module):
+    """See et al.'s pointer-generator output (2017): p_gen = σ(w_cᵀ c_t + w_sᵀ s_t + w_xᵀ x_t + b) mixes the
+    vocabulary distribution with the attention over the source, P(w) = p_gen P_vocab(w) + (1 − p_gen) Σ_{j: w_j = w}
+    a_tj, over the extended vocabulary: the V target words, then ``extra`` ids for source words the vocabulary lacks
+    (``reference.pointer_generator``). logits (B, T, V), weights (B, T, S), src_ext (B, S) the source words' ids in
+    the extended vocabulary, context (B, T, c), state (B, T, s), embedded (B, T, x) → log P (B, T, V + extra)
+    [, p_gen (B, T)]."""
+
+    def __init__(self, d_context: int, d_state: int, d_input: int, extra: int):
+        super().__init__()
+        d_context, d_state, d_input, extra = validate.sizes(d_context=d_context, d_state=d_state, d_input=d_input,
+                                                            extra=extra)
+        self.extra = extra
+        self.w = nn.Linear(d_context + d_state + d_input, 1)
+
+    def forward(self, logits, weights, src_ext, context, state, embedded, return_gate: bool = False):
+        logits = inputs.floats(logits, "logits")
+        weights = inputs.floats(weights, "weights", logits.device)
+        src_ext = inputs.tensor(src_ext, "src_ext", logits.device)
+        validate.copy_inputs(logits, weights, src_ext, self.extra)
+        size = logits.shape[-1] + self.extra
+        validate.extended_ids("src_ext", inputs.dtype_name(src_ext), src_ext.shape, size,
+                              *torch.stack(torch.aminmax(src_ext)).tolist())
+        p_gen = torch.sigmoid(self.w(torch.cat([context, state, embedded], -1)))       # (B, T, 1)
+        vocab = F.pad(torch.softmax(logits, -1), (0, self.extra))                       # (B, T, V + extra)
+        copied = weights @ F.one_hot(src_ext, size).to(weights.dtype)                   # Σ_{j: w_j = w} a_tj
+        log_p = torch.log((p_gen * vocab + (1 - p_gen) * copied).clamp_min(1e-12))
+        return (log_p, p_gen[..., 0]) if return_gate else log_p
+
+
+class PointerGenerator(nn.Module):
+    """An encoder-decoder with Bahdanau's additive attention that can copy: Chapter 5's ``Encoder``, a GRU decoder
+    over the previous tokens whose states query the source (Luong's order, all steps at once), an attentional state
+    tanh(W_c [s_t; c_t]) and the vocabulary's logits, then ``CopyGate`` (``copy=True``). With ``copy=False`` it is
+    the same translator without the gate, the model that can only write its vocabulary.
+    src (B, S) ids in the source vocabulary (0 padding), src_ext (B, S) the same words in the extended vocabulary,
+    tgt_in (B, T) extended ids (those ≥ ``tgt_vocab``, copied words, are read as ``UNK``) → log P (B, T, V + extra),
+    or with ``copy=False`` logits (B, T, V) [, weights (B, T, S), p_gen (B, T) (ones without copying)]."""
+
+    def __init__(self, src_vocab: int, tgt_vocab: int, extra: int, embed: int = 32, hidden: int = 64,
+                 copy: bool = True):
+        super().__init__()
+        src_vocab, tgt_vocab, extra, embed, hidden = validate.sizes(
+            src_vocab=src_vocab, tgt_vocab=tgt_vocab, extra=extra, embed=embed, hidden=hidden)
+        self.tgt_vocab, self.extra = tgt_vocab, extra
+        self.encoder = Encoder(src_vocab, embed, hidden)
+        self.embed = nn.Embedding(tgt_vocab, embed)
+        self.rnn = nn.GRU(embed, hidden, batch_first=True)
+        self.attention = ScoredAttention("additive", hidden, 2 * hidden, hidden)
+        self.W_c = nn.Linear(3 * hidden, hidden)
+        self.out = nn.Linear(hidden, tgt_vocab)
+        self.gate = CopyGate(2 * hidden, hidden, embed, extra) if copy else None
+
+    def forward(self, src, src_ext, tgt_in, return_weights: bool = False):
+        src = inputs.ids(src, "src", self.encoder.embed)
+        h, mask, _, s_0 = self.encoder(src, src != 0)                                  # (B, S, 2H), …, (B, H)
+        tgt_in = inputs.tensor(tgt_in, "tgt_in", h.device)
+        validate.extended_ids("tgt_in", inputs.dtype_name(tgt_in), tgt_in.shape, self.tgt_vocab + self.extra,
+                              *torch.stack(torch.aminmax(tgt_in)).tolist())
+        validate.same_batch(src=validate.shape_of(src), tgt_in=validate.shape_of(tgt_in))
+        x = self.embed(torch.where(tgt_in < self.tgt_vocab, tgt_in, UNK))              # (B, T, E)
+        s, _ = self.rnn(x, s_0[None])                                                  # (B, T, H)
+        c, a = self.attention(s, h, h, mask, return_weights=True)                      # (B, T, 2H), (B, T, S)
+        logits = self.out(torch.tanh(self.W_c(torch.cat([s, c], -1))))                # (B, T, V)
+        if self.gate is None:
+            return (logits, a, torch.ones(a.shape[:2], device=a.device)) if return_weights else logits
+        src_ext = inputs.tensor(src_ext, "src_ext", h.device)
+        validate.same_shape("src_ext", tuple(src_ext.shape), tuple(src.shape), "src")
+        log_p, p_gen = self.gate(logits, a, src_ext, c, s, x, return_gate=True)
+        return (log_p, a, p_gen) if return_weights else log_p

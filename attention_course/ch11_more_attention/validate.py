@@ -76,3 +76,26 @@ def source_count(shape, sources: int) -> None:
     if shape[1] is not None and shape[1] != sources:
         raise ShapeError(f"this model reads {sources} source(s): sources must be ids (B, {sources}, S), one row of S "
                          f"tokens per source; got shape {tuple(shape)}")
+
+
+def copy_inputs(logits, weights, src_ext, extra: int) -> None:
+    """The copy gate's inputs: the vocabulary's logits (B, T, V), the attention (B, T, S) and the source words' ids
+    in the extended vocabulary (B, S) of V + ``extra`` words."""
+    lo, w, ids = shape_of(logits), shape_of(weights), shape_of(src_ext)
+    same = lambda a, b: None in (a, b) or a == b                          # None: unknown while traced
+    if len(lo) != 3 or len(w) != 3 or len(ids) != 2 or not (same(lo[0], w[0]) and same(lo[1], w[1])
+                                                            and same(w[0], ids[0]) and same(w[2], ids[1])):
+        raise ShapeError(f"a copy gate takes the vocabulary's logits (B, T, V), the attention weights (B, T, S) and "
+                         f"the source's ids in the extended vocabulary (B, S) of V + {extra} words; got logits "
+                         f"{lo}, weights {w}, src_ext {ids}")
+
+
+def extended_ids(name: str, dtype, shape, size: int, low=None, high=None) -> None:
+    """Ids in the extended vocabulary of ``size`` words (the target vocabulary, then the copied source words):
+    integers in [0, size)."""
+    rule = (f"{name} must be integer ids in the extended vocabulary, [0, {size}): the target words, then one id "
+            f"per source word the vocabulary lacks")
+    if kind(dtype) != "int":
+        raise InputError(f"{rule}; got a {dtype} tensor of shape {tuple(shape)}")
+    if low is not None and (low < 0 or high >= size):
+        raise InputError(f"{rule}; got ids from {low} to {high}")

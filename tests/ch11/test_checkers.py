@@ -75,3 +75,26 @@ def test_multi_source_attention_passes_the_reference_and_names_mistakes(capsys):
                            (no_query, "per source k")):
         with pytest.raises(ExerciseError, match=message):
             exercises.multi_source_attention(wrong, seed=0)
+
+
+def test_copy_distribution_passes_the_reference_and_names_mistakes(capsys):
+    exercises.copy_distribution(reference.pointer_generator)
+    assert "✓ copy distribution" in capsys.readouterr().out
+
+    def swapped(logits, weights, src_ext, p_gen, extra):
+        return reference.pointer_generator(logits, weights, src_ext, 1 - p_gen, extra)
+
+    def overwritten(logits, weights, src_ext, p_gen, extra):       # a word twice keeps only its last weight
+        vocab = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+        out = np.concatenate([vocab, np.zeros((*logits.shape[:2], extra))], -1) * p_gen[..., None]
+        for i in range(len(src_ext)):
+            out[i][:, src_ext[i]] += (1 - p_gen[i])[:, None] * weights[i]     # fancy += adds a repeated id once
+        return out
+
+    def no_gate(logits, weights, src_ext, p_gen, extra):
+        return reference.pointer_generator(logits, weights, src_ext, np.full_like(p_gen, 0.5), extra)
+
+    for wrong, message in ((swapped, "weighs the vocabulary"), (overwritten, "do not overwrite"),
+                           (no_gate, "P\\(w\\) = p_gen")):
+        with pytest.raises(ExerciseError, match=message):
+            exercises.copy_distribution(wrong, seed=0)

@@ -20,8 +20,10 @@ def test_the_tool_writes_each_runs_rows(tmp_path, monkeypatch):
                                                     "epochs": 1, "dim": 8})
     monkeypatch.setitem(c11.MULTI_SIZES, "quick", {**c11.MULTI_SIZES["quick"], "n_train": 100, "n_test": 10,
                                                    "epochs": 1, "hidden": 4, "embed": 4})
+    monkeypatch.setitem(c11.COPY_SIZES, "quick", {**c11.COPY_SIZES["quick"], "n_train": 100, "n_test": 10,
+                                                  "epochs": 1, "hidden": 4, "embed": 4})
     try:
-        assert chapter11_full.main(["--size", "quick", "--models", "pointer,fixed,marker,multi", "--seeds", "0,1",
+        assert chapter11_full.main(["--size", "quick", "--models", "pointer,fixed,marker,multi,copy", "--seeds", "0,1",
                                     "--out", str(tmp_path)]) == 0
     finally:
         frameworks.use(None)
@@ -29,7 +31,7 @@ def test_the_tool_writes_each_runs_rows(tmp_path, monkeypatch):
     assert results["sizes"]["sorting"]["n_train"] == 300 and results["framework"] == "pytorch"
     runs = results["runs"]
     assert [(r["model"], r["seed"]) for r in runs] == [(m, s) for s in (0, 1)
-                                                       for m in ("pointer", "fixed", "marker", "multi")]
+                                                       for m in ("pointer", "fixed", "marker", "multi", "copy")]
     sorting = [row for r in runs if r["model"] == "pointer" for row in r["rows"]]
     assert [(row["length"], row["seed"]) for row in sorting] == [(5, 0), (12, 0), (5, 1), (12, 1)]
     assert all(0 <= row["steps right"] <= 1 for row in sorting)
@@ -37,3 +39,5 @@ def test_the_tool_writes_each_runs_rows(tmp_path, monkeypatch):
     assert [row["width"] for row in marker] == [1, 3, 1, 3]
     multi = [row["model"] for r in runs if r["model"] == "multi" for row in r["rows"]]
     assert multi == list(c11.MULTI_MODELS) * 2
+    copying = [row["model"] for r in runs if r["model"] == "copy" for row in r["rows"]]
+    assert copying == list(c11.COPY_MODELS) * 2
