@@ -2,7 +2,8 @@ r"""Chapter 11's experiments at a larger size: the pointer network and the fixed
 (trained on 5–10 numbers, tested up to 40), convolutional attention of each width on the token after a marker
 (sequences of 40 from 100 tokens), the hierarchical, flat and bag-of-words classifiers on BBC News (30 sentences of
 40 words), the translator with two sources or one (two sources of 12 tokens), and the translator with and without
-copying on sentences with names never seen (16 tokens), per seed; writes
+copying on sentences with names never seen (16 tokens), and soft against monotonic attention spelling 80,000 words
+to sound, per seed; writes
 book/11-more-attention/results/<size>-<framework>.json: each run's scores as the notebook's tables have them and its
 training time, with the sizes and the hardware.
 The experiments are ``attention_course.ch11_more_attention.experiment`` (the notebook calls the same functions).
@@ -30,15 +31,15 @@ from attention_course.core import machine  # noqa: E402
 from tools import full_run  # noqa: E402
 
 #: The runs this tool makes: the two sorting models, the marker readers (every width), the news classifiers and the
-#: multi-source translators (both sources, each alone) and the translators with and without copying.
-MODELS = ["pointer", "fixed", "marker", "news", "multi", "copy"]
+#: multi-source translators (both sources, each alone), the translators with and without copying, and the spellers.
+MODELS = ["pointer", "fixed", "marker", "news", "multi", "copy", "spell"]
 
 
 def sizes_of(size: str) -> dict[str, dict]:
     """Each experiment's sizes for the profile ``size``."""
     return {"sorting": chapter11.SIZES[size], "marker": chapter11.MARKER_SIZES[size],
             "news": chapter11.NEWS_SIZES[size], "multi": chapter11.MULTI_SIZES[size],
-            "copy": chapter11.COPY_SIZES[size]}
+            "copy": chapter11.COPY_SIZES[size], "spell": chapter11.SPELL_SIZES[size]}
 
 
 def run_one(fw, model: str, size: str, seed: int) -> list[dict]:
@@ -52,8 +53,10 @@ def run_one(fw, model: str, size: str, seed: int) -> list[dict]:
         table, _, _ = chapter11.classify(fw, sizes["news"], seed)
     elif model == "multi":
         table, _, _ = chapter11.multi_source(fw, sizes["multi"], seed)
-    else:
+    elif model == "copy":
         table, _, _ = chapter11.copying(fw, sizes["copy"], seed)
+    else:
+        table, _, _ = chapter11.spelling_to_sound(fw, sizes["spell"], seed)
     return [{**row, "seed": seed} for row in table.to_dict("records")]
 
 

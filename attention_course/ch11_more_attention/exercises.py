@@ -18,6 +18,9 @@ keys (B, K, S, d), mask (B, K, S), W_c (d + K·d, d), b_c (d,).
 distribution P (B, T, V + extra): p_gen times the softmax of ``logits`` (B, T, V), padded with ``extra`` zeros, plus
 (1 − p_gen) times the attention ``weights`` (B, T, S) added up over the source positions j into the ids ``src_ext``
 (B, S) of their words (a word twice in the source gets both weights); ``p_gen`` (B, T).
+
+``monotonic_alignment``: ``fn(p)`` returns monotonic attention's expected alignment α (B, T, S) from the stopping
+probabilities p (B, T, S): q_ij = (1 − p_i,j−1) q_i,j−1 + α_i−1,j, α_ij = p_ij q_ij, from α_0 = (1, 0, …, 0).
 """
 
 from __future__ import annotations
@@ -28,10 +31,12 @@ import numpy as np
 
 from attention_course.ch01_sequence_models.exercises import _pass
 from attention_course.ch11_more_attention.reference import convolutional_scores as _scores
+from attention_course.ch11_more_attention.reference import monotonic_alignment as expected_alignment
 from attention_course.ch11_more_attention.reference import multi_source, pointer_generator, pointer_log_probs
 from attention_course.core.grading import ExerciseError, call, start
 
-__all__ = ["pointer_distribution", "convolutional_scores", "multi_source_attention", "copy_distribution"]
+__all__ = ["pointer_distribution", "convolutional_scores", "multi_source_attention", "copy_distribution",
+           "monotonic_alignment"]
 
 
 def pointer_distribution(fn: Callable, *, trials: int = 20, seed: int | None = None) -> None:
@@ -156,3 +161,29 @@ def copy_distribution(fn: Callable, *, trials: int = 20, seed: int | None = None
         raise ExerciseError(f"P(w) = p_gen P_vocab(w) + (1 − p_gen) Σ_(j: src_ext_j = w) a_tj; for the first example, "
                             f"first step, expected {np.round(want[0, 0], 3)}, got {np.round(got[0, 0], 3)}")
     _pass("copy distribution", trials)
+
+
+def monotonic_alignment(fn: Callable, *, trials: int = 20, seed: int | None = None) -> None:
+    """Check ``fn(p) -> α (B, T, S)``, monotonic attention's expected alignment from stopping probabilities p."""
+    rng = start(fn, trials, seed)
+    for _ in range(trials):
+        b, t, s = int(rng.integers(1, 4)), int(rng.integers(2, 6)), int(rng.integers(2, 7))
+        args = {"p": rng.uniform(0.05, 0.95, size=(b, t, s))}
+        want = expected_alignment(args["p"])
+        got = np.asarray(call(fn, args), float)
+        if got.shape != want.shape:
+            raise ExerciseError(f"for p of shape {args['p'].shape}, return α of the same shape (B, T, S); got "
+                                f"{got.shape}")
+        if np.allclose(got, want, atol=1e-6):
+            continue
+        restarted = np.concatenate([expected_alignment(args["p"][:, i:i + 1]) for i in range(t)], axis=1)
+        if np.allclose(got, restarted, atol=1e-6):
+            raise ExerciseError("every step must start where the step before stopped: carry α_(i−1) into step i "
+                                "(q_ij = (1 − p_i,j−1) q_i,j−1 + α_i−1,j), not α_0 again")
+        if np.allclose(got.sum(-1), 1, atol=1e-6):
+            raise ExerciseError("α is not a softmax: a row sums to less than 1 when the scan may run off the end; "
+                                "α_ij = p_ij q_ij, with no normalisation")
+        raise ExerciseError(f"q_ij = (1 − p_i,j−1) q_i,j−1 + α_i−1,j, α_ij = p_ij q_ij, from α_0 = (1, 0, …, 0); for "
+                            f"the first example, first step, expected {np.round(want[0, 0], 3)}, got "
+                            f"{np.round(got[0, 0], 3)}")
+    _pass("monotonic alignment", trials)

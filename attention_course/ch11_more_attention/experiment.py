@@ -14,6 +14,9 @@ first source's tokens, then the second's; a decoder that reads one source can on
 
 The pointer-generator (See et al., 2017) on translating sentences with names: words are translated, names are
 copied, and the test sentences hold names never seen in training, which no fixed vocabulary contains.
+
+Monotonic attention (Raffel et al., 2017) on spelling to sound (the CMU Pronouncing Dictionary), against soft
+attention: the phoneme error rate, how monotone the alignments are and how much of the word is read before writing.
 """
 
 from __future__ import annotations
@@ -27,14 +30,16 @@ import numpy as np
 from attention_course.core import validate
 from attention_course.core.backend import backend
 from attention_course.core.errors import ConfigError
-from attention_course.core.text import BOS, UNK
+from attention_course.core.text import BOS, EOS, UNK
 from attention_course.notebook import session
 
 __all__ = ["SIZES", "IGNORE", "Sorting", "sorting", "build", "train", "point", "scores", "generalisation",
            "MARKER", "MARKER_SIZES", "Marked", "after_marker", "marker_reading",
            "NEWS_SIZES", "NEWS_MODELS", "Documents", "news", "classify",
            "MULTI_SIZES", "MULTI_MODELS", "START", "TwoSources", "two_sources", "translate_sources", "multi_source",
-           "COPY_SIZES", "COPY_MODELS", "Named", "named_sentences", "translate_copying", "copying"]
+           "COPY_SIZES", "COPY_MODELS", "Named", "named_sentences", "translate_copying", "copying",
+           "SPELL_SIZES", "SPELL_MODELS", "Spelled", "spellings", "spell", "phoneme_error_rate", "alignment_measures",
+           "spelling_to_sound"]
 
 #: The targets of padded steps, left out of the loss and the scores.
 IGNORE = -1
@@ -475,4 +480,132 @@ def copying(fw: ModuleType, sizes: dict[str, Any], seed: int = 0, *, models=tupl
                      "BLEU": bleu, "p_gen at names": float(gate[test.is_name].mean()),
                      "p_gen at words": float(gate[~test.is_name].mean())})
         trained[name] = model
+    return pd.DataFrame(rows), trained, test
+
+
+#: Spelling to sound: words of 3–10 letters from the CMU Pronouncing Dictionary with their first pronunciation
+#: (``data.cmu_pronouncing``), shuffled with the seed into ``n_train`` training and ``n_test`` test words.
+SPELL_SIZES: dict[str, dict[str, Any]] = {
+    "quick": {"n_train": 4000, "n_test": 500, "embed": 32, "hidden": 64, "epochs": 8, "batch_size": 64, "lr": 5e-3},
+    "full": {"n_train": 80_000, "n_test": 5000, "embed": 128, "hidden": 256, "epochs": 15, "batch_size": 128,
+             "lr": 2e-3},
+}
+#: The two attentions of the comparison (``Speller``'s ``attention``).
+SPELL_MODELS = ("soft", "monotonic")
+LETTERS, SOUNDS = 10, 12                   # the longest word, and the longest pronunciation with its end mark
+
+
+@dataclass(frozen=True)
+class Spelled:
+    """Words as letter ids ``src`` (n, 10) right-padded with 0, their pronunciations as phoneme ids ``target``
+    (n, 12) ending with ``EOS`` and padded with 0, ``tgt_in`` the target shifted right after ``BOS``; the ``words``,
+    and the ``letters`` and ``phonemes`` (lists, index = id)."""
+
+    src: np.ndarray
+    tgt_in: np.ndarray
+    target: np.ndarray
+    words: list[str]
+    letters: list[str]
+    phonemes: list[str]
+
+
+def spellings(sizes: dict[str, Any], seed: int = 0) -> tuple[Spelled, Spelled]:
+    """The training and test words (``SPELL_SIZES``), drawn without overlap by a seeded shuffle."""
+    from attention_course.data.cmu_pronouncing import pronunciations
+
+    known = pronunciations(3, LETTERS)
+    words = sorted(known)
+    n_train, n_test = validate.sizes(n_train=sizes["n_train"], n_test=sizes["n_test"])
+    if n_train + n_test > len(words):
+        raise ConfigError(f"n_train + n_test = {n_train + n_test}: the dictionary has {len(words)} such words")
+    np.random.default_rng(seed).shuffle(words)
+    letters = ["<pad>", *"abcdefghijklmnopqrstuvwxyz"]
+    phonemes = ["<pad>", "<unk>", "<bos>", "<eos>", *sorted({p for w in words for p in known[w]})]
+    index = {p: i for i, p in enumerate(phonemes)}
+
+    def encode(chosen: list[str]) -> Spelled:
+        src, target = np.zeros((len(chosen), LETTERS), np.int64), np.zeros((len(chosen), SOUNDS), np.int64)
+        for i, word in enumerate(chosen):
+            src[i, :len(word)] = [ord(c) - ord("a") + 1 for c in word]
+            sounds = [index[p] for p in known[word]][:SOUNDS - 1] + [EOS]
+            target[i, :len(sounds)] = sounds
+        tgt_in = np.concatenate([np.full((len(chosen), 1), BOS), target[:, :-1]], axis=1)
+        return Spelled(src, tgt_in, target, chosen, letters, phonemes)
+
+    return encode(words[:n_train]), encode(words[n_train:n_train + n_test])
+
+
+def spell(model, data: Spelled, hard: bool = False, batch_size: int = 500) -> tuple[np.ndarray, np.ndarray]:
+    """Greedy decoding from ``BOS`` (the whole prefix run again each step): the phonemes written (n, 12) and the
+    attention of the last run (n, 12, 10); ``hard`` decodes a ``Speller`` with monotonic attention online."""
+    run = backend(model).run
+    written, weights = [], []
+    extra = {"hard": True} if hard else {}
+    for start in range(0, len(data.src), batch_size):
+        src = data.src[start:start + batch_size]
+        out = np.full((len(src), 1), BOS, np.int64)
+        for _ in range(SOUNDS):
+            logits, a = run(model, src, out, return_weights=True, **extra)
+            out = np.concatenate([out, logits[:, -1].argmax(-1)[:, None]], axis=1)
+        written.append(out[:, 1:])
+        weights.append(a)
+    return np.concatenate(written), np.concatenate(weights)
+
+
+def _until_end(ids: np.ndarray) -> list[int]:
+    found = [int(i) for i in ids]
+    return found[:found.index(EOS)] if EOS in found else found
+
+
+def phoneme_error_rate(written: np.ndarray, target: np.ndarray) -> float:
+    """Edits (insertions, deletions, substitutions) from each written pronunciation to the right one, over the
+    right ones' phonemes, up to each end mark."""
+    edits = total = 0
+    for w, t in zip(written, target, strict=True):
+        w, t = _until_end(w), _until_end(t)
+        row = np.arange(len(t) + 1)
+        for x in w:
+            new = [row[0] + 1]
+            for j, y in enumerate(t):
+                new.append(min(row[j + 1] + 1, new[j] + 1, row[j] + (x != y)))
+            row = np.array(new)
+        edits, total = edits + int(row[-1]), total + len(t)
+    return edits / total
+
+
+def alignment_measures(weights: np.ndarray, data: Spelled, written: np.ndarray, online: bool) -> dict[str, float]:
+    """Over the phonemes written (up to the end mark): the share of steps whose most weighted letter is not before the
+    step before's ("monotone steps"), and the share of its word the model had read when it wrote each phoneme
+    ("input read"): up to the furthest letter attended so far when decoding ``online`` (monotonic attention's scan,
+    a step that ran off the end having read it all), and all of it for soft attention, whose softmax needs every
+    letter's score."""
+    monotone, read = [], []
+    for a, src, w in zip(weights, data.src, written, strict=True):
+        steps, length = len(_until_end(w)), int((src != 0).sum())
+        ended = a[:steps].sum(-1) == 0                   # a monotonic scan that ran off the end: all of it read
+        peak = np.where(ended, length - 1, a[:steps].argmax(-1))
+        monotone += list(np.diff(peak) >= 0)
+        reach = [length - 1 if end or not online else int(row.argmax()) for row, end in zip(a[:steps], ended,
+                                                                                            strict=True)]
+        read += list((np.maximum.accumulate(reach) + 1) / length) if steps else []
+    return {"monotone steps": float(np.mean(monotone)), "input read": float(np.mean(read))}
+
+
+def spelling_to_sound(fw: ModuleType, sizes: dict[str, Any], seed: int = 0, *, models=SPELL_MODELS):
+    """Train a ``Speller`` with soft and with monotonic attention on the same words and spell the test words
+    greedily (monotonic attention online, one letter at a time). A DataFrame: model, seed, the phoneme error rate,
+    the share of monotone steps and of the input read before writing; the trained models; and the test words."""
+    import pandas as pd
+
+    train, test = spellings(sizes, seed)
+    rows, trained = [], {}
+    for kind in models:
+        session.seed_everything(seed)
+        model = fw.Speller(len(train.letters), len(train.phonemes), sizes["embed"], sizes["hidden"], attention=kind)
+        fw.fit(model, (train.src, train.tgt_in), train.target, epochs=sizes["epochs"], batch_size=sizes["batch_size"],
+               lr=sizes["lr"], seed=seed, clip_norm=1.0, ignore_index=0, desc=f"{kind} ({backend(fw).name})")
+        written, weights = spell(model, test, hard=kind == "monotonic")
+        rows.append({"model": f"{kind} attention", "seed": seed, "PER": phoneme_error_rate(written, test.target),
+                     **alignment_measures(weights, test, written, online=kind == "monotonic")})
+        trained[kind] = model
     return pd.DataFrame(rows), trained, test

@@ -1,13 +1,17 @@
 """Chapter 11 in Keras: the pointer network (Vinyals et al., 2015), whose attention over the input positions is its
 prediction, and the same encoder-decoder with a fixed vocabulary of output positions, the model a pointer network
-replaces; convolutional attention (Allamanis et al., 2016), whose scores see a window of neighbouring keys. Same
-names and signatures as ``torch.py`` beside it.
+replaces; convolutional attention (Allamanis et al., 2016), whose scores see a window of neighbouring keys;
+hierarchical attention (Yang et al., 2016); multi-source attention (Zoph & Knight, 2016), one decoder attending to
+several encoders; the pointer-generator (See et al., 2017), which copies source words through its attention;
+monotonic attention (Raffel et al., 2017), which reads its input in order and can decode online. Same names and
+signatures as ``torch.py`` beside it.
 
 Shapes: B batch, N input positions, F features per input element, T output steps, h the LSTMs' width.
 """
 
 from __future__ import annotations
 
+import keras
 from keras import layers, ops
 
 from attention_course.ch01_sequence_models.keras import masked_softmax
@@ -20,7 +24,8 @@ from attention_course.core.text import UNK
 
 __all__ = ["PointerAttention", "PointerNetwork", "FixedOutputNetwork", "ConvolutionalAttention", "MarkerReader",
            "ContextAttention", "HierarchicalAttentionNetwork", "FlatAttentionNetwork", "MultiSourceAttention",
-           "MultiSourceTranslator", "CopyGate", "PointerGenerator"]
+           "MultiSourceTranslator", "CopyGate", "PointerGenerator",
+           "MonotonicAttention", "Speller"]
 
 class PointerAttention(BuildOnCall, Layer):
     """u_tj = vᵀ tanh(W_1 e_j + W_2 d_t), softmax over the input positions j: the distribution a pointer network
@@ -365,3 +370,93 @@ class PointerGenerator(Model):
         validate.same_shape("src_ext", tuple(src_ext.shape), tuple(src.shape), "src")
         log_p, p_gen = self.gate(logits, a, src_ext, c, s, x, return_gate=True)
         return (log_p, a, p_gen) if return_weights else log_p
+
+
+class MonotonicAttention(BuildOnCall, Layer):
+    """Raffel et al.'s monotonic attention (2017). Each output step i scans the keys from where the step before
+    stopped and stops at key j with probability p_ij = σ(vᵀ tanh(W q_i + U k_j + b) + r). Training uses the expected
+    alignment, α_ij = p_ij Σ_{k ≤ j} α_{i−1,k} Π_{l=k}^{j−1} (1 − p_il), from α_0 on the first key
+    (``reference.monotonic_alignment``), with Gaussian noise of scale ``noise`` added before the sigmoid so that the
+    p_ij learn to be near 0 or 1; ``hard=True`` decodes as the scan does, one key per step or none
+    (``reference.hard_monotonic``). query (B, T, d_q), keys (B, S, d_k), mask (B, S) → context (B, T, d_k)
+    [, weights (B, T, S)]."""
+
+    def __init__(self, d_query: int, d_key: int, units: int, noise: float = 1.0, bias: float = -1.0, **kwargs):
+        super().__init__(**kwargs)
+        d_query, d_key, units = validate.sizes(d_query=d_query, d_key=d_key, units=units)
+        self.noise = validate.non_negative("noise", noise)
+        self.W = layers.Dense(units, use_bias=False)
+        self.U = layers.Dense(units)
+        self.v = layers.Dense(1, use_bias=False)
+        self.r = self.add_weight(shape=(), initializer=keras.initializers.Constant(float(bias)), name="r")
+
+    def probabilities(self, query, keys, mask=None, training=False):
+        """p_ij (B, T, S): the probability that step i stops at key j (0 at a hidden key); noisy while training."""
+        energy = ops.squeeze(self.v(ops.tanh(self.W(query)[:, :, None] + self.U(keys)[:, None])), -1) + self.r
+        if training and self.noise:
+            energy = energy + self.noise * keras.random.normal(ops.shape(energy))
+        p = ops.sigmoid(energy)                                                    # (B, T, S)
+        return p if mask is None else p * ops.cast(mask[:, None], p.dtype)
+
+    def call(self, query, keys, mask=None, hard: bool = False, return_weights: bool = False, training=False):
+        query, keys = inputs.floats(query, "query"), inputs.floats(keys, "keys")
+        validate.monotonic_inputs(query, keys, mask)
+        mask = None if mask is None else inputs.bool_mask(mask, "mask")
+        p = self.probabilities(query, keys, mask, training)
+        t, s = query.shape[1], keys.shape[1]
+        steps = []
+        if hard:                                                # the scan: from where the last step stopped
+            start, j = ops.zeros(ops.shape(p)[:1], "int32"), ops.arange(s)
+            for i in range(t):
+                stop = ops.logical_and(p[:, i] >= 0.5, j[None] >= start[:, None])    # (B, S)
+                found, first = ops.any(stop, 1), ops.argmax(ops.cast(stop, "int32"), 1)
+                steps.append(ops.one_hot(first, s, dtype=p.dtype) * ops.cast(found[:, None], p.dtype))
+                start = ops.where(found, ops.cast(first, "int32"), s)             # none: the input is used up
+        else:                                                   # the expectation, in Raffel et al.'s parallel form
+            previous = ops.one_hot(ops.zeros(ops.shape(p)[:1], "int32"), s, dtype=p.dtype)
+            for i in range(t):
+                kept = ops.cumprod(ops.pad(1 - p[:, i, :-1], [(0, 0), (1, 0)], constant_values=1.0), 1)
+                previous = p[:, i] * kept * ops.cumsum(previous / ops.clip(kept, 1e-10, 1.0), 1)
+                steps.append(previous)
+        weights = ops.stack(steps, axis=1)                                         # (B, T, S)
+        context = ops.matmul(weights, keys)                                        # (B, T, d_k)
+        return (context, weights) if return_weights else context
+
+
+class Speller(Model):
+    """Spelling to sound with attention that can run online: a GRU reads the letters left to right (no backward
+    pass, so a prefix's states do not depend on what follows), a GRU decoder from zeros reads the previous phonemes,
+    and its states attend over the letters with ``MonotonicAttention`` (``attention="monotonic"``) or Chapter 4's
+    additive attention (``"soft"``); logits from tanh(W_c [s_i; c_i]). src (B, S) letter ids right-padded with 0,
+    tgt_in (B, T) phoneme ids → logits (B, T, V) [, weights (B, T, S)]; ``hard`` decodes monotonic attention
+    online."""
+
+    def __init__(self, src_vocab: int, tgt_vocab: int, embed: int = 32, hidden: int = 64,
+                 attention: str = "monotonic", **kwargs):
+        super().__init__(**kwargs)
+        src_vocab, tgt_vocab, embed, hidden = validate.sizes(src_vocab=src_vocab, tgt_vocab=tgt_vocab, embed=embed,
+                                                             hidden=hidden)
+        validate.choice("attention", attention, ("monotonic", "soft"))
+        self.kind = attention
+        self.letters = embedding(src_vocab, embed)                                  # N(0, 1), as PyTorch's
+        self.encoder = layers.GRU(hidden, return_sequences=True, reset_after=True)
+        self.phonemes = embedding(tgt_vocab, embed)
+        self.decoder = layers.GRU(hidden, return_sequences=True, reset_after=True)
+        self.attention = (MonotonicAttention(hidden, hidden, hidden) if attention == "monotonic"
+                          else ScoredAttention("additive", hidden, hidden, hidden))
+        self.W_c = layers.Dense(hidden, activation="tanh")
+        self.out = layers.Dense(tgt_vocab)
+
+    def call(self, src, tgt_in, hard: bool = False, return_weights: bool = False, training=False):
+        src = inputs.ids(src, "src", self.letters)
+        tgt_in = inputs.ids(tgt_in, "tgt_in", self.phonemes)
+        validate.same_batch(src=validate.shape_of(src), tgt_in=validate.shape_of(tgt_in))
+        mask = src != 0
+        h = self.encoder(self.letters(src))                                        # (B, S, H), left to right
+        s = self.decoder(self.phonemes(tgt_in))                                    # (B, T, H)
+        if self.kind == "monotonic":
+            c, a = self.attention(s, h, mask, hard=hard, return_weights=True, training=training)
+        else:
+            c, a = self.attention(s, h, h, mask, return_weights=True)
+        logits = self.out(self.W_c(ops.concatenate([s, c], axis=-1)))             # (B, T, V)
+        return (logits, a) if return_weights else logits

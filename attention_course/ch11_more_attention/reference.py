@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["pointer_log_probs", "convolutional_scores", "multi_source", "pointer_generator"]
+__all__ = ["pointer_log_probs", "convolutional_scores", "multi_source", "pointer_generator",
+           "monotonic_alignment", "hard_monotonic"]
 
 
 def pointer_log_probs(encoded, decoded, W_1, W_2, v, mask=None) -> np.ndarray:
@@ -79,3 +80,42 @@ def pointer_generator(logits, weights, src_ext, p_gen, extra: int) -> np.ndarray
         for j, word in enumerate(np.asarray(src_ext)[i]):
             mixed[i, :, word] += (1 - p_gen[i]) * weights[i, :, j]                 # a word twice adds both weights
     return mixed
+
+
+def monotonic_alignment(p) -> np.ndarray:
+    """Raffel et al.'s expected monotonic alignment (2017, eq. 13), written as the recurrence over the keys:
+    q_ij = (1 − p_i,j−1) q_i,j−1 + α_i−1,j and α_ij = p_ij q_ij, from α_0 = (1, 0, …, 0): the probability that step i
+    stops at key j, having started where step i − 1 stopped and passed every key in between.
+
+    p (B, T, S) the stopping probabilities → α (B, T, S); a row sums to at most 1 (the rest: the scan ran off the
+    end)."""
+    p = np.asarray(p, float)
+    b, t, s = p.shape
+    previous = np.zeros((b, s))
+    previous[:, 0] = 1.0
+    alpha = np.zeros((b, t, s))
+    for i in range(t):
+        q = np.zeros(b)
+        for j in range(s):
+            q = (1 - p[:, i, j - 1]) * q + previous[:, j] if j else previous[:, 0]
+            alpha[:, i, j] = p[:, i, j] * q
+        previous = alpha[:, i]
+    return alpha
+
+
+def hard_monotonic(p) -> np.ndarray:
+    """The test-time scan: step i starts at the key where step i − 1 stopped and stops at the first key j with
+    p_ij ≥ 0.5; it attends to that key alone, or to none once the scan has run off the end (and so do the steps
+    after it). p (B, T, S) → one-hot (or all-zero) rows (B, T, S)."""
+    p = np.asarray(p, float)
+    b, t, s = p.shape
+    alpha = np.zeros((b, t, s))
+    for n in range(b):
+        start = 0
+        for i in range(t):
+            stops = [j for j in range(start, s) if p[n, i, j] >= 0.5]
+            if stops:
+                alpha[n, i, stops[0]], start = 1.0, stops[0]
+            else:
+                start = s
+    return alpha

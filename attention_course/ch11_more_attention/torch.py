@@ -2,7 +2,8 @@
 its prediction, and the same encoder-decoder with a fixed vocabulary of output positions, the model a pointer
 network replaces; convolutional attention (Allamanis et al., 2016), whose scores see a window of neighbouring keys;
 hierarchical attention (Yang et al., 2016); multi-source attention (Zoph & Knight, 2016), one decoder attending to
-several encoders; the pointer-generator (See et al., 2017), which copies source words through its attention. Same
+several encoders; the pointer-generator (See et al., 2017), which copies source words through its attention;
+monotonic attention (Raffel et al., 2017), which reads its input in order and can decode online. Same
 names and signatures as ``keras.py`` beside it.
 
 Shapes: B batch, N input positions, F features per input element, T output steps, h the LSTMs' width.
@@ -23,7 +24,8 @@ from attention_course.core.torch import inputs
 
 __all__ = ["PointerAttention", "PointerNetwork", "FixedOutputNetwork", "ConvolutionalAttention", "MarkerReader",
            "ContextAttention", "HierarchicalAttentionNetwork", "FlatAttentionNetwork", "MultiSourceAttention",
-           "MultiSourceTranslator", "CopyGate", "PointerGenerator"]
+           "MultiSourceTranslator", "CopyGate", "PointerGenerator",
+           "MonotonicAttention", "Speller"]
 
 
 class PointerAttention(nn.Module):
@@ -379,3 +381,94 @@ class PointerGenerator(nn.Module):
         validate.same_shape("src_ext", tuple(src_ext.shape), tuple(src.shape), "src")
         log_p, p_gen = self.gate(logits, a, src_ext, c, s, x, return_gate=True)
         return (log_p, a, p_gen) if return_weights else log_p
+
+
+class MonotonicAttention(nn.Module):
+    """Raffel et al.'s monotonic attention (2017). Each output step i scans the keys from where the step before
+    stopped and stops at key j with probability p_ij = σ(vᵀ tanh(W q_i + U k_j + b) + r). Training uses the expected
+    alignment, α_ij = p_ij Σ_{k ≤ j} α_{i−1,k} Π_{l=k}^{j−1} (1 − p_il), from α_0 on the first key
+    (``reference.monotonic_alignment``), with Gaussian noise of scale ``noise`` added before the sigmoid so that the
+    p_ij learn to be near 0 or 1; ``hard=True`` decodes as the scan does, one key per step or none
+    (``reference.hard_monotonic``). query (B, T, d_q), keys (B, S, d_k), mask (B, S) → context (B, T, d_k)
+    [, weights (B, T, S)]."""
+
+    def __init__(self, d_query: int, d_key: int, units: int, noise: float = 1.0, bias: float = -1.0):
+        super().__init__()
+        d_query, d_key, units = validate.sizes(d_query=d_query, d_key=d_key, units=units)
+        self.noise = validate.non_negative("noise", noise)
+        self.W = nn.Linear(d_query, units, bias=False)
+        self.U = nn.Linear(d_key, units)
+        self.v = nn.Linear(units, 1, bias=False)
+        self.r = nn.Parameter(torch.tensor(float(bias)))
+
+    def probabilities(self, query, keys, mask=None):
+        """p_ij (B, T, S): the probability that step i stops at key j (0 at a hidden key); noisy while training."""
+        energy = self.v(torch.tanh(self.W(query)[:, :, None] + self.U(keys)[:, None])).squeeze(-1) + self.r
+        if self.training and self.noise:
+            energy = energy + self.noise * torch.randn_like(energy)
+        p = torch.sigmoid(energy)                                                  # (B, T, S)
+        return p if mask is None else p * mask[:, None]
+
+    def forward(self, query, keys, mask=None, hard: bool = False, return_weights: bool = False):
+        query = inputs.floats(query, "query")
+        keys = inputs.floats(keys, "keys", query.device)
+        validate.monotonic_inputs(query, keys, mask)
+        mask = None if mask is None else inputs.bool_mask(mask, "mask", query.device)
+        p = self.probabilities(query, keys, mask)
+        b, t, s = p.shape
+        steps = []
+        if hard:                                                # the scan: from where the last step stopped
+            start, j = torch.zeros(b, dtype=torch.long, device=p.device), torch.arange(s, device=p.device)
+            for i in range(t):
+                stop = (p[:, i] >= 0.5) & (j >= start[:, None])                    # (B, S)
+                found, first = stop.any(1), stop.int().argmax(1)
+                steps.append(F.one_hot(first, s).to(p.dtype) * found[:, None])
+                start = torch.where(found, first, torch.full_like(first, s))      # none: the input is used up
+        else:                                                   # the expectation, in Raffel et al.'s parallel form
+            previous = F.one_hot(torch.zeros(b, dtype=torch.long, device=p.device), s).to(p.dtype)
+            for i in range(t):
+                kept = torch.cumprod(F.pad(1 - p[:, i, :-1], (1, 0), value=1.0), 1)   # Π_{l<j} (1 − p_il)
+                previous = p[:, i] * kept * torch.cumsum(previous / kept.clamp(1e-10, 1), 1)
+                steps.append(previous)
+        weights = torch.stack(steps, 1)                                            # (B, T, S)
+        context = weights @ keys                                                   # (B, T, d_k)
+        return (context, weights) if return_weights else context
+
+
+class Speller(nn.Module):
+    """Spelling to sound with attention that can run online: a GRU reads the letters left to right (no backward
+    pass, so a prefix's states do not depend on what follows), a GRU decoder from zeros reads the previous phonemes,
+    and its states attend over the letters with ``MonotonicAttention`` (``attention="monotonic"``) or Chapter 4's
+    additive attention (``"soft"``); logits from tanh(W_c [s_i; c_i]). src (B, S) letter ids right-padded with 0,
+    tgt_in (B, T) phoneme ids → logits (B, T, V) [, weights (B, T, S)]; ``hard`` decodes monotonic attention
+    online."""
+
+    def __init__(self, src_vocab: int, tgt_vocab: int, embed: int = 32, hidden: int = 64,
+                 attention: str = "monotonic"):
+        super().__init__()
+        src_vocab, tgt_vocab, embed, hidden = validate.sizes(src_vocab=src_vocab, tgt_vocab=tgt_vocab, embed=embed,
+                                                             hidden=hidden)
+        validate.choice("attention", attention, ("monotonic", "soft"))
+        self.kind = attention
+        self.letters = nn.Embedding(src_vocab, embed)
+        self.encoder = nn.GRU(embed, hidden, batch_first=True)
+        self.phonemes = nn.Embedding(tgt_vocab, embed)
+        self.decoder = nn.GRU(embed, hidden, batch_first=True)
+        self.attention = (MonotonicAttention(hidden, hidden, hidden) if attention == "monotonic"
+                          else ScoredAttention("additive", hidden, hidden, hidden))
+        self.W_c = nn.Linear(2 * hidden, hidden)
+        self.out = nn.Linear(hidden, tgt_vocab)
+
+    def forward(self, src, tgt_in, hard: bool = False, return_weights: bool = False):
+        src = inputs.ids(src, "src", self.letters)
+        tgt_in = inputs.ids(tgt_in, "tgt_in", self.phonemes)
+        validate.same_batch(src=validate.shape_of(src), tgt_in=validate.shape_of(tgt_in))
+        mask = src != 0
+        h, _ = self.encoder(self.letters(src))                                    # (B, S, H), left to right
+        s, _ = self.decoder(self.phonemes(tgt_in))                                 # (B, T, H)
+        if self.kind == "monotonic":
+            c, a = self.attention(s, h, mask, hard=hard, return_weights=True)
+        else:
+            c, a = self.attention(s, h, h, mask, return_weights=True)
+        logits = self.out(torch.tanh(self.W_c(torch.cat([s, c], -1))))            # (B, T, V)
+        return (logits, a) if return_weights else logits

@@ -99,3 +99,15 @@ def extended_ids(name: str, dtype, shape, size: int, low=None, high=None) -> Non
         raise InputError(f"{rule}; got a {dtype} tensor of shape {tuple(shape)}")
     if low is not None and (low < 0 or high >= size):
         raise InputError(f"{rule}; got ids from {low} to {high}")
+
+
+def monotonic_inputs(query, keys, mask=None) -> None:
+    """Monotonic attention's inputs: queries (B, T, d_q) scanning keys (B, S, d_k) in order, and a mask (B, S) of the
+    real keys (right-padded)."""
+    q, k = shape_of(query), shape_of(keys)
+    m = None if mask is None else shape_of(mask)
+    same = lambda a, b: None in (a, b) or a == b                          # None: unknown while traced
+    if len(q) != 3 or len(k) != 3 or not same(q[0], k[0]) or (m is not None and (
+            len(m) != 2 or not (same(m[0], k[0]) and same(m[1], k[1])))):
+        raise ShapeError(f"monotonic attention takes queries (B, T, d_q), the keys it scans in order (B, S, d_k) and "
+                         f"a mask (B, S) of the real keys; got query {q}, keys {k}, mask {m}")

