@@ -330,18 +330,28 @@ def two_sources(n: int, length: int, vocab: int, seed: int) -> TwoSources:
     return TwoSources(sources.astype(np.int64), tgt_in.astype(np.int64), target.astype(np.int64))
 
 
+def _greedy(run_prefix, inputs: tuple[np.ndarray, ...], steps: int, start: int, batch_size: int = 500):
+    """Greedy decoding that runs the whole prefix again at each step (the outputs are short): ``run_prefix(*batch,
+    written)`` returns the model's outputs, the scores (B, t, V) first, and the most likely id of the last step is
+    fed back, from ``start``. → the ids written (n, ``steps``) and the other outputs of the last run, each joined
+    over the batches of ``batch_size`` rows of ``inputs``."""
+    written, others = [], []
+    for begin in range(0, len(inputs[0]), batch_size):
+        batch = [x[begin:begin + batch_size] for x in inputs]
+        out = np.full((len(batch[0]), 1), start, np.int64)
+        for _ in range(steps):
+            scores, *rest = run_prefix(*batch, out)
+            out = np.concatenate([out, scores[:, -1].argmax(-1)[:, None]], axis=1)
+        written.append(out[:, 1:])
+        others.append(rest)
+    return np.concatenate(written), [np.concatenate(parts) for parts in zip(*others, strict=True)]
+
+
 def translate_sources(model, sources: np.ndarray, steps: int, batch_size: int = 500) -> np.ndarray:
     """Greedy decoding from ``START``: at each step the most likely token, fed back (the whole prefix is run again
     each step; the targets are short). sources (n, K, S) → (n, ``steps``) tokens."""
     run = backend(model).run
-    out = []
-    for start in range(0, len(sources), batch_size):
-        batch = sources[start:start + batch_size]
-        written = np.full((len(batch), 1), START, np.int64)
-        for _ in range(steps):
-            written = np.concatenate([written, run(model, batch, written)[:, -1].argmax(-1)[:, None]], axis=1)
-        out.append(written[:, 1:])
-    return np.concatenate(out)
+    return _greedy(lambda src, written: (run(model, src, written),), (sources,), steps, START, batch_size)[0]
 
 
 def multi_source(fw: ModuleType, sizes: dict[str, Any], seed: int = 0, *, models=tuple(MULTI_MODELS)):
@@ -437,17 +447,9 @@ def translate_copying(model, data: Named, batch_size: int = 500) -> tuple[np.nda
     """Greedy decoding from ``BOS`` over the extended vocabulary (the whole prefix run again each step): the
     written ids (n, L) and, for a copying model, p_gen at each step (n, L) (ones without copying)."""
     run = backend(model).run
-    written, gates = [], []
-    for start in range(0, len(data.src), batch_size):
-        rows = slice(start, start + batch_size)
-        src, ext = data.src[rows], data.src_ext[rows]
-        out = np.full((len(src), 1), BOS, np.int64)
-        for _ in range(data.target.shape[1]):
-            scores, _, gate = run(model, src, ext, out, return_weights=True)
-            out = np.concatenate([out, scores[:, -1].argmax(-1)[:, None]], axis=1)
-        written.append(out[:, 1:])
-        gates.append(gate)
-    return np.concatenate(written), np.concatenate(gates)
+    written, (_, gates) = _greedy(lambda src, ext, out: run(model, src, ext, out, return_weights=True),
+                                  (data.src, data.src_ext), data.target.shape[1], BOS, batch_size)
+    return written, gates
 
 
 def copying(fw: ModuleType, sizes: dict[str, Any], seed: int = 0, *, models=tuple(COPY_MODELS)):
@@ -539,17 +541,10 @@ def spell(model, data: Spelled, hard: bool = False, batch_size: int = 500) -> tu
     """Greedy decoding from ``BOS`` (the whole prefix run again each step): the phonemes written (n, 12) and the
     attention of the last run (n, 12, 10); ``hard`` decodes a ``Speller`` with monotonic attention online."""
     run = backend(model).run
-    written, weights = [], []
     extra = {"hard": True} if hard else {}
-    for start in range(0, len(data.src), batch_size):
-        src = data.src[start:start + batch_size]
-        out = np.full((len(src), 1), BOS, np.int64)
-        for _ in range(SOUNDS):
-            logits, a = run(model, src, out, return_weights=True, **extra)
-            out = np.concatenate([out, logits[:, -1].argmax(-1)[:, None]], axis=1)
-        written.append(out[:, 1:])
-        weights.append(a)
-    return np.concatenate(written), np.concatenate(weights)
+    written, (weights,) = _greedy(lambda src, out: run(model, src, out, return_weights=True, **extra),
+                                  (data.src,), SOUNDS, BOS, batch_size)
+    return written, weights
 
 
 def _until_end(ids: np.ndarray) -> list[int]:
