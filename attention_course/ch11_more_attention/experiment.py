@@ -46,8 +46,8 @@ IGNORE = -1
 
 #: Sizes of each profile: training lists of ``train_min``–``train_max`` numbers, test lists of each ``test_lengths``.
 SIZES: dict[str, dict[str, Any]] = {
-    "quick": {"n_train": 20_000, "n_test": 500, "train_min": 5, "train_max": 10, "test_lengths": (5, 10, 15, 20),
-              "hidden": 64, "epochs": 8, "batch_size": 128, "lr": 3e-3},
+    "quick": {"n_train": 12_000, "n_test": 500, "train_min": 5, "train_max": 10, "test_lengths": (5, 10, 15, 20),
+              "hidden": 64, "epochs": 6, "batch_size": 64, "lr": 3e-3},
     "full": {"n_train": 100_000, "n_test": 2000, "train_min": 5, "train_max": 10,
              "test_lengths": (5, 10, 15, 20, 30, 40), "hidden": 256, "epochs": 10, "batch_size": 128, "lr": 2e-3},
 }
@@ -108,14 +108,14 @@ def train(fw: ModuleType, model, data: Sorting, sizes: dict[str, Any], *, seed: 
 def point(model, data: Sorting, batch_size: int = 500) -> np.ndarray:
     """Greedy decoding: at each step the most likely position, fed back as the next step's input (the whole
     prefix is run again each step; the lists are short). → (n, N) positions, ``IGNORE`` after each list's end."""
-    run = backend(model).run
+    run = backend(model).runner(model)
     out = np.full(data.order.shape, IGNORE, np.int64)
     for start in range(0, len(data.x), batch_size):
         rows = slice(start, start + batch_size)
         x, mask = data.x[rows], data.mask[rows]
         previous = np.full((len(x), 1), -1, np.int64)
         for t in range(x.shape[1]):
-            chosen = run(model, x, previous, mask)[:, -1].argmax(-1)            # (b,)
+            chosen = run(x, previous, mask)[:, -1].argmax(-1)            # (b,)
             out[rows, t] = chosen
             previous = np.concatenate([previous, np.minimum(chosen, x.shape[1] - 1)[:, None]], axis=1)
     return np.where(data.mask, out, IGNORE)
@@ -286,8 +286,8 @@ def classify(fw: ModuleType, sizes: dict[str, Any], seed: int = 0, *, models=NEW
         fw.fit(model, pick(train), train.labels, epochs=sizes["epochs"], batch_size=sizes["batch_size"],
                lr=sizes["lr"], seed=seed, validation=(pick(val), val.labels),
                desc=f"{kind} ({backend(fw).name})")
-        logits = np.concatenate([backend(fw).run(model, *(x[i:i + 100] for x in pick(test)))
-                                 for i in range(0, len(test.labels), 100)])
+        run = backend(fw).runner(model)
+        logits = np.concatenate([run(*(x[i:i + 100] for x in pick(test))) for i in range(0, len(test.labels), 100)])
         rows.append({"model": kind, "seed": seed, "accuracy": float((logits.argmax(-1) == test.labels).mean()),
                      "parameters": parameters(model)})
         trained[kind] = model
@@ -350,8 +350,8 @@ def _greedy(run_prefix, inputs: tuple[np.ndarray, ...], steps: int, start: int, 
 def translate_sources(model, sources: np.ndarray, steps: int, batch_size: int = 500) -> np.ndarray:
     """Greedy decoding from ``START``: at each step the most likely token, fed back (the whole prefix is run again
     each step; the targets are short). sources (n, K, S) → (n, ``steps``) tokens."""
-    run = backend(model).run
-    return _greedy(lambda src, written: (run(model, src, written),), (sources,), steps, START, batch_size)[0]
+    run = backend(model).runner(model)
+    return _greedy(lambda src, written: (run(src, written),), (sources,), steps, START, batch_size)[0]
 
 
 def multi_source(fw: ModuleType, sizes: dict[str, Any], seed: int = 0, *, models=tuple(MULTI_MODELS)):
@@ -446,9 +446,8 @@ def named_sentences(sizes: dict[str, Any], n: int, seed: int, test: bool = False
 def translate_copying(model, data: Named, batch_size: int = 500) -> tuple[np.ndarray, np.ndarray]:
     """Greedy decoding from ``BOS`` over the extended vocabulary (the whole prefix run again each step): the
     written ids (n, L) and, for a copying model, p_gen at each step (n, L) (ones without copying)."""
-    run = backend(model).run
-    written, (_, gates) = _greedy(lambda src, ext, out: run(model, src, ext, out, return_weights=True),
-                                  (data.src, data.src_ext), data.target.shape[1], BOS, batch_size)
+    written, (_, gates) = _greedy(backend(model).runner(model, return_weights=True), (data.src, data.src_ext),
+                                  data.target.shape[1], BOS, batch_size)
     return written, gates
 
 
@@ -540,10 +539,9 @@ def spellings(sizes: dict[str, Any], seed: int = 0) -> tuple[Spelled, Spelled]:
 def spell(model, data: Spelled, hard: bool = False, batch_size: int = 500) -> tuple[np.ndarray, np.ndarray]:
     """Greedy decoding from ``BOS`` (the whole prefix run again each step): the phonemes written (n, 12) and the
     attention of the last run (n, 12, 10); ``hard`` decodes a ``Speller`` with monotonic attention online."""
-    run = backend(model).run
     extra = {"hard": True} if hard else {}
-    written, (weights,) = _greedy(lambda src, out: run(model, src, out, return_weights=True, **extra),
-                                  (data.src,), SOUNDS, BOS, batch_size)
+    written, (weights,) = _greedy(backend(model).runner(model, return_weights=True, **extra), (data.src,), SOUNDS,
+                                  BOS, batch_size)
     return written, weights
 
 

@@ -403,22 +403,23 @@ class MonotonicAttention(BuildOnCall, Layer):
         validate.monotonic_inputs(query, keys, mask)
         mask = None if mask is None else inputs.bool_mask(mask, "mask")
         p = self.probabilities(query, keys, mask, training)
-        t, s = query.shape[1], keys.shape[1]
-        steps = []
+        s, j = keys.shape[1], ops.arange(keys.shape[1])
         if hard:                                                # the scan: from where the last step stopped
-            start, j = ops.zeros(ops.shape(p)[:1], "int32"), ops.arange(s)
-            for i in range(t):
-                stop = ops.logical_and(p[:, i] >= 0.5, j[None] >= start[:, None])    # (B, S)
+            def step(allowed, p_i):                             # allowed (B, S): 1 from the last stop on; p_i (B, S)
+                stop = ops.logical_and(p_i >= 0.5, allowed > 0)                     # (B, S)
                 found, first = ops.any(stop, 1), ops.argmax(ops.cast(stop, "int32"), 1)
-                steps.append(ops.one_hot(first, s, dtype=p.dtype) * ops.cast(found[:, None], p.dtype))
-                start = ops.where(found, ops.cast(first, "int32"), s)             # none: the input is used up
+                chosen = ops.one_hot(first, s, dtype=p_i.dtype) * ops.cast(found[:, None], p_i.dtype)
+                allowed = ops.cast(ops.logical_and(j[None] >= first[:, None], found[:, None]), p_i.dtype)
+                return allowed, chosen                          # none found: the input is used up
+            init = ops.ones_like(p[:, 0])
         else:                                                   # the expectation, in Raffel et al.'s parallel form
-            previous = ops.one_hot(ops.zeros(ops.shape(p)[:1], "int32"), s, dtype=p.dtype)
-            for i in range(t):
-                kept = ops.cumprod(ops.pad(1 - p[:, i, :-1], [(0, 0), (1, 0)], constant_values=1.0), 1)
-                previous = p[:, i] * kept * ops.cumsum(previous / ops.clip(kept, 1e-10, 1.0), 1)
-                steps.append(previous)
-        weights = ops.stack(steps, axis=1)                                         # (B, T, S)
+            def step(previous, p_i):                            # previous (B, S): α of the step before
+                kept = ops.cumprod(ops.pad(1 - p_i[:, :-1], [(0, 0), (1, 0)], constant_values=1.0), 1)
+                alpha = p_i * kept * ops.cumsum(previous / ops.clip(kept, 1e-10, 1.0), 1)
+                return alpha, alpha
+            init = ops.one_hot(ops.zeros(ops.shape(p)[:1], "int32"), s, dtype=p.dtype)
+        _, steps = ops.scan(step, init, ops.transpose(p, (1, 0, 2)))           # over the output steps: (T, B, S)
+        weights = ops.transpose(steps, (1, 0, 2))                                  # (B, T, S)
         context = ops.matmul(weights, keys)                                        # (B, T, d_k)
         return (context, weights) if return_weights else context
 

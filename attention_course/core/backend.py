@@ -100,6 +100,24 @@ class Backend:
             return tuple(None if o is None else to_numpy(o) for o in out)
         return to_numpy(out)
 
+    def runner(self, model, **kwargs):
+        """``run`` as one function of the arrays, for a loop that calls the model many times (greedy decoding):
+        ``runner(model, **kwargs)(*arrays)`` is ``run(model, *arrays, **kwargs)``. In Keras the call is compiled
+        (``tf.function``) and traced again only while the batch and sequence lengths it sees keep changing, so
+        each call runs one graph instead of stepping through the model's layers in Python."""
+        if self.is_torch:
+            return lambda *args: self.run(model, *args, **kwargs)
+        import tensorflow as tf
+
+        call = tf.function(lambda *xs: model(*xs, training=False, **kwargs), reduce_retracing=True)
+
+        def run(*args):
+            out = call(*[tf.convert_to_tensor(a) for a in args])
+            return tuple(None if o is None else to_numpy(o) for o in out) if isinstance(out, tuple) else to_numpy(out)
+
+        run.compiled = call                              # its traces: run.compiled.experimental_get_tracing_count()
+        return run
+
     def version(self) -> dict[str, str]:
         """The framework's packages and their versions."""
         if self.is_torch:

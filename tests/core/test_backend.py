@@ -69,3 +69,22 @@ def test_run_puts_the_inputs_on_the_models_device():
 
     assert backend("pytorch").run(Where(), np.zeros((3, 2), np.float32)).tolist() == [True, True]
     assert backend("pytorch").as_input(np.zeros(2)).device.type == "cpu"      # no model: where torch puts it
+
+
+@pytest.mark.parametrize("name", ["pytorch", "keras"])
+def test_a_runner_runs_as_run_does_at_every_batch_size_and_length(name):
+    """Greedy decoding calls the model once per step with a longer prefix: the runner gives what ``run`` gives, and
+    in Keras its compiled graph is traced a few times over eight lengths (until TensorFlow leaves the length
+    unknown), not eight times."""
+    fw = backend(name)
+    fw.seed(0)
+    model = (ac.torch if fw.is_torch else ac.keras).Seq2Seq(7, embed=4, hidden=6, attention=True)
+    runner = fw.runner(model)
+    rng = np.random.default_rng(0)
+    for length in range(1, 9):
+        x = rng.integers(1, 7, (2, length))
+        np.testing.assert_allclose(runner(x, x), fw.run(model, x, x), rtol=1e-5, atol=1e-6)
+    if not fw.is_torch:
+        assert runner.compiled.experimental_get_tracing_count() <= 3
+    x = rng.integers(1, 7, (5, 3))                                  # another batch size
+    np.testing.assert_allclose(runner(x, x), fw.run(model, x, x), rtol=1e-5, atol=1e-6)

@@ -1,5 +1,5 @@
-"""Keras' compiled training steps trace once per model, whatever the batch size (core.keras.train.any_batch): the
-shorter last batch of an epoch used to trace the whole model again."""
+"""Keras' compiled training and validation steps trace once per model, whatever the batch size
+(core.keras.train.any_batch): the shorter last batch of an epoch used to trace the whole model again."""
 
 import numpy as np
 import tensorflow as tf
@@ -35,4 +35,11 @@ def test_fit_traces_its_step_once_with_a_short_last_batch(monkeypatch):
     model = keras.Sequential([keras.layers.Embedding(20, 8), keras.layers.Dense(3)])
     history = fit(model, (x,), y, epochs=2, batch_size=32, seed=0)
     assert len(history["loss"]) == 2
-    assert [f.experimental_get_tracing_count() for f in compiled] == [1]
+    assert [f.experimental_get_tracing_count() for f in compiled] == [1, 0]     # the step; no validation asked
+    compiled.clear()
+    val_x, val_y = rng.integers(1, 20, (45, 6)), rng.integers(0, 3, (45, 6))     # 45 = 32 + 13
+    history = fit(model, (x,), y, epochs=3, batch_size=32, seed=0, validation=((val_x,), val_y))
+    assert [f.experimental_get_tracing_count() for f in compiled] == [1, 1]     # the step, the validation loss
+    # the compiled validation loss is the eager one: the best epoch's, whose weights fit put back
+    eager = ac.keras.evaluate_loss(model, (val_x,), val_y, batch_size=32)
+    assert abs(min(history["val_loss"]) - eager) < 1e-5, (history["val_loss"], eager)

@@ -126,16 +126,20 @@ def make_trainer(model: keras.Model, inputs, targets, *, batch_size: int = 64, l
         return tuple(strategy.reduce("sum", value, axis=None) for value in strategy.run(share, args=(xs, y)))
 
     train_step = tf.function(on_replicas if several else on_one_device)
-    return _Trainer(model, optimizer, train_step, schedule=schedule, ignore_index=ignore_index, batch_size=batch_size)
+    # the validation loss as one compiled forward too: run eagerly, a recurrent layer steps through time in Python
+    validation_step = None if several else tf.function(_loss_step(model, ignore_index))
+    return _Trainer(model, optimizer, train_step, validation_step, schedule=schedule, ignore_index=ignore_index,
+                    batch_size=batch_size)
 
 
 class _Trainer:
     """Keras' side of the course's training loop (:func:`attention_course.core.train.run`): ``train_step``, a
     compiled step of Adam on cross-entropy, and a learning-rate schedule when asked."""
 
-    def __init__(self, model: keras.Model, optimizer, train_step, *, schedule: Callable[[int], float] | None,
-                 ignore_index: int | None, batch_size: int):
-        self.model, self.optimizer, self.train_step = model, optimizer, train_step
+    def __init__(self, model: keras.Model, optimizer, train_step, validation_step=None, *,
+                 schedule: Callable[[int], float] | None, ignore_index: int | None, batch_size: int):
+        self.model, self.optimizer = model, optimizer
+        self.train_step, self.validation_step = train_step, validation_step
         self.schedule, self.ignore_index, self.batch_size = schedule, ignore_index, batch_size
 
     def start_epoch(self) -> None:
@@ -155,7 +159,8 @@ class _Trainer:
         self.model.set_weights(weights)
 
     def validation_loss(self, inputs, targets) -> float:
-        return evaluate_loss(self.model, inputs, targets, ignore_index=self.ignore_index, batch_size=self.batch_size)
+        return evaluate_loss(self.model, inputs, targets, ignore_index=self.ignore_index, batch_size=self.batch_size,
+                             step=self.validation_step)
 
     def save(self, path: Path, history: History, best: dict | None, epoch: int) -> None:
         _save(path, self.model, self.optimizer, history, best, epoch)
@@ -180,15 +185,23 @@ def _save(path: Path, model, optimizer, history: History, best: dict | None, epo
                                     "best": None if best is None else {k: best[k] for k in ("val_loss", "epoch")}})
 
 
-def evaluate_loss(model: keras.Model, inputs, targets, *, ignore_index: int | None = None,
-                  batch_size: int = 256) -> float:
-    """Mean cross-entropy per target token of ``model(*inputs)`` (``ignore_index`` left out), in inference mode."""
+def _loss_step(model: keras.Model, ignore_index: int | None):
+    """One batch's (mean loss, hits, targets counted) of ``model(*xs)`` in inference mode against ``y``."""
+    def step(xs, y):
+        return _masked_loss_and_hits(y, model(*xs, training=False), ignore_index)
+    return step
+
+
+def evaluate_loss(model: keras.Model, inputs, targets, *, ignore_index: int | None = None, batch_size: int = 256,
+                  step=None) -> float:
+    """Mean cross-entropy per target token of ``model(*inputs)`` (``ignore_index`` left out), in inference mode;
+    ``step`` is that batch's computation compiled (``tf.function`` of ``_loss_step``), eager when not given."""
     n = validate.examples(inputs, targets)
     total, count = 0.0, 0
     for i in range(0, n, batch_size):
-        logits = model(*[a[i:i + batch_size] for a in inputs], training=False)
-        y = tf.convert_to_tensor(targets[i:i + batch_size])
-        loss, _, kept = _masked_loss_and_hits(y, logits, ignore_index)
+        xs = tuple(tf.convert_to_tensor(a[i:i + batch_size]) for a in inputs)
+        y = tf.convert_to_tensor(np.asarray(targets[i:i + batch_size], dtype=np.int64))
+        loss, _, kept = (_loss_step(model, ignore_index)(xs, y) if step is None else any_batch(step, xs, y))
         total += float(loss) * int(kept)
         count += int(kept)
     validate.counted(count, ignore_index, "mean loss")
