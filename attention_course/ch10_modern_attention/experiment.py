@@ -17,7 +17,7 @@ from attention_course.core import validate
 from attention_course.core.errors import ConfigError, ShapeError
 from attention_course.notebook import session
 
-__all__ = ["SIZES", "VARIANTS", "LINEAR", "kv_heads", "build", "train", "start_windows", "train_with_start",
+__all__ = ["SIZES", "VARIANTS", "LINEAR", "DECAYED", "kv_heads", "build", "train", "start_windows", "train_with_start",
            "recomputed_windows", "cache_numbers", "state_numbers"]
 
 SIZES: dict[str, dict[str, Any]] = {
@@ -28,21 +28,23 @@ SIZES: dict[str, dict[str, Any]] = {
 }
 VARIANTS = ("MHA", "GQA", "MQA")       # every head its own keys and values; heads / 4 groups (at least 2); one
 LINEAR = "linear"                      # MHA's heads with linear attention in place of the softmax (no cache)
+DECAYED = "decayed"                    # linear attention with each head forgetting at RetNet's rate
 
 
 def kv_heads(variant: str, heads: int) -> int:
     """How many key-value heads ``variant`` gives a model of ``heads`` query heads."""
-    if variant not in (*VARIANTS, LINEAR):
-        raise ConfigError(f"variant must be one of {', '.join((*VARIANTS, LINEAR))}; got {variant!r}")
-    return {"MHA": heads, "GQA": max(2, heads // 4), "MQA": 1, LINEAR: heads}[variant]
+    if variant not in (*VARIANTS, LINEAR, DECAYED):
+        raise ConfigError(f"variant must be one of {', '.join((*VARIANTS, LINEAR, DECAYED))}; got {variant!r}")
+    return {"MHA": heads, "GQA": max(2, heads // 4), "MQA": 1, LINEAR: heads, DECAYED: heads}[variant]
 
 
 def build(fw: ModuleType, vocab: int, sizes: dict[str, Any], variant: str, seed: int = 0):
     """A ``Llama`` of framework ``fw`` (``ac.torch`` or ``ac.keras``) with ``variant``'s key-value heads (and linear
-    attention for ``LINEAR``), seeded."""
+    attention for ``LINEAR``, with RetNet's decay for ``DECAYED``), seeded."""
     session.seed_everything(seed)
     return fw.Llama(vocab, sizes["d_model"], sizes["heads"], kv_heads(variant, sizes["heads"]), sizes["layers"],
-                    sizes["hidden"], max_len=sizes["context"], linear=variant == LINEAR)
+                    sizes["hidden"], max_len=sizes["context"], linear=variant in (LINEAR, DECAYED),
+                    decay=variant == DECAYED)
 
 
 def train(fw: ModuleType, model, data: chapter8.Characters, sizes: dict[str, Any], *, seed: int = 0,
@@ -93,10 +95,10 @@ def recomputed_windows(x: np.ndarray, window: int, after: int, start: int | None
 
 
 def cache_numbers(sizes: dict[str, Any], variant: str) -> int:
-    """Numbers the key-value cache keeps per token, over all layers, for ``variant`` at ``sizes``; 0 for ``LINEAR``,
-    whose decoder carries a state of fixed size instead (``state_numbers``)."""
+    """Numbers the key-value cache keeps per token, over all layers, for ``variant`` at ``sizes``; 0 for ``LINEAR``
+    and ``DECAYED``, whose decoders carry a state of fixed size instead (``state_numbers``)."""
     heads = sizes["heads"]
-    if variant == LINEAR:
+    if variant in (LINEAR, DECAYED):
         return 0
     return CacheShape(variant, "MHA" if variant == "MHA" else "GQA", sizes["layers"], heads,
                       kv_heads(variant, heads), sizes["d_model"] // heads).numbers_per_token

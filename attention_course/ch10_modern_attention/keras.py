@@ -26,8 +26,9 @@ from attention_course.ch10_modern_attention.llama2c import Llama2c
 from attention_course.core.keras import inputs
 from attention_course.core.keras.base import BuildOnCall, Layer, Model
 
-__all__ = ["flash_attention", "GroupedQueryAttention", "linear_attention", "linear_attention_step", "LinearAttention",
-           "RMSNorm", "SwiGLU", "LlamaBlock", "Llama", "load_llama2c", "window_mask", "MultiHeadLatentAttention"]
+__all__ = ["flash_attention", "GroupedQueryAttention", "linear_attention", "linear_attention_step", "retention_decays",
+           "LinearAttention", "RMSNorm", "SwiGLU", "LlamaBlock", "Llama", "load_llama2c", "window_mask",
+           "MultiHeadLatentAttention"]
 
 
 def flash_attention(query, key, value, mask=None, causal: bool = False, block: int = 64):
@@ -95,38 +96,63 @@ def _phi(x):
     return ops.elu(x) + 1                            # φ(x) = elu(x) + 1 > 0 (Katharopoulos et al.)
 
 
-def linear_attention(query, key, value, causal: bool = True):
+def linear_attention(query, key, value, causal: bool = True, decay=None):
     """Σ_j φ(q_i)·φ(k_j) v_j / Σ_j φ(q_i)·φ(k_j) over the keys j ≤ i (all of them unless ``causal``), the parallel
-    form used in training. query, key (B, h, T, d), value (B, h, T, d_v) → (B, h, T, d_v)."""
+    form used in training. ``decay`` (h,), each head's γ in (0, 1], weighs key j by γ^(i−j) (RetNet's decay; causal
+    only). query, key (B, h, T, d), value (B, h, T, d_v) → (B, h, T, d_v)."""
     query = inputs.floats(query, "query")
     key, value = inputs.floats(key, "key"), inputs.floats(value, "value")
     validate.head_shapes(query, key, value)
+    validate.decay(decay, query.shape[1], causal)
     a = ops.matmul(_phi(query), ops.swapaxes(_phi(key), -1, -2))          # (B, h, T_q, T_k), all positive
     if causal:
         a = a * np.tril(np.ones(a.shape[-2:], "float32"), key.shape[-2] - query.shape[-2])   # the past only
+    if decay is not None:                                                  # γ^(i−j): the older, the fainter
+        i = np.arange(key.shape[-2] - query.shape[-2], key.shape[-2])
+        age = np.maximum(i[:, None] - np.arange(key.shape[-2]), 0).astype("float32")     # (T_q, T_k)
+        a = a * ops.power(ops.cast(decay, a.dtype)[:, None, None], age)
     return ops.matmul(a, value) / ops.sum(a, axis=-1, keepdims=True)
 
 
-def linear_attention_step(state, norm, query, key, value):
-    """One decoding step of causal linear attention as an RNN: state (B, h, d, d_v) += φ(k) vᵀ, norm (B, h, d) +=
-    φ(k), y = φ(q)ᵀ state / φ(q)ᵀ norm; query, key (B, h, d), value (B, h, d_v). → (y, state, norm). Start from
-    zeros; the cost of a step does not grow with the number of steps before it."""
+def linear_attention_step(state, norm, query, key, value, decay=None):
+    """One decoding step of causal linear attention as an RNN: state (B, h, d, d_v) ← γ·state + φ(k) vᵀ, norm (B, h,
+    d) ← γ·norm + φ(k), y = φ(q)ᵀ state / φ(q)ᵀ norm; query, key (B, h, d), value (B, h, d_v); γ is ``decay`` (h,)
+    or 1. → (y, state, norm). Start from zeros; the cost of a step does not grow with the number of steps before
+    it."""
     validate.linear_step(state, norm, query, key, value)
+    validate.decay(decay, query.shape[1])
     fq, fk = _phi(inputs.floats(query, "query")), _phi(inputs.floats(key, "key"))
+    if decay is not None:
+        gamma = ops.cast(decay, fk.dtype)[:, None]                         # (h, 1)
+        state, norm = gamma[..., None] * state, gamma * norm
     state = state + fk[..., :, None] * value[..., None, :]                # (B, h, d, d_v)
     norm = norm + fk                                                       # (B, h, d)
     y = ops.matmul(fq[..., None, :], state)[..., 0, :] / ops.sum(fq * norm, axis=-1, keepdims=True)
     return y, state, norm
 
 
+def retention_decays(heads: int) -> np.ndarray:
+    """RetNet's decay per head (Sun et al., 2023): γ_h = 1 − 2^(−5−h), from a memory of about 32 tokens to longer."""
+    return (1 - 2.0 ** (-5 - np.arange(heads))).astype("float32")
+
+
 class LinearAttention(GroupedQueryAttention):
     """Grouped-query attention with the softmax replaced by ``linear_attention`` (Katharopoulos et al., 2020): the
-    same projections and rotary positions, then Σ_j φ(q_i)·φ(k_j) v_j / Σ_j φ(q_i)·φ(k_j) over the keys j ≤ i. Causal
-    only, without masks or weights; decoding would carry ``linear_attention_step``'s state instead of a cache."""
+    same projections and rotary positions, then Σ_j φ(q_i)·φ(k_j) v_j / Σ_j φ(q_i)·φ(k_j) over the keys j ≤ i; with
+    ``decay=True`` each head forgets at its own rate γ_h (``retention_decays``). Causal only, without masks or
+    weights; decoding would carry ``linear_attention_step``'s state instead of a cache."""
+
+    def __init__(self, d_model: int, heads: int, kv_heads: int, bias: bool = True, rotary: bool = False,
+                 decay: bool = False, **kwargs):
+        super().__init__(d_model, heads, kv_heads, bias, rotary, **kwargs)
+        self.decay = retention_decays(heads) if decay else None               # fixed, not learned
 
     def attend(self, q, k, v, mask=None, causal: bool = False, return_weights: bool = False):
         validate.linear_attend(mask, causal, return_weights)
-        return self.W_o(merge_heads(linear_attention(q, k, v, causal=True)))          # (B, T, d_model)
+        return self.W_o(merge_heads(linear_attention(q, k, v, causal=True, decay=self.decay)))   # (B, T, d_model)
+
+    def get_config(self):
+        return {**super().get_config(), "decay": self.decay is not None}
 
 
 class RMSNorm(Layer):
@@ -160,14 +186,16 @@ class SwiGLU(BuildOnCall, Layer):
 
 class LlamaBlock(BuildOnCall, Layer):
     """A pre-norm decoder block of Llama: x + attention(RMSNorm(x)), then + SwiGLU(RMSNorm(·)); the attention is
-    grouped-query with rotary positions and no biases (``linear=True``: ``LinearAttention``)."""
+    grouped-query with rotary positions and no biases (``linear=True``: ``LinearAttention``, ``decay`` its decay)."""
 
     def __init__(self, d_model: int, heads: int, kv_heads: int, hidden: int, eps: float = 1e-5, linear: bool = False,
-                 **kwargs):
+                 decay: bool = False, **kwargs):
         super().__init__(**kwargs)
         self.norm_1 = RMSNorm(d_model, eps)
-        attention = LinearAttention if linear else GroupedQueryAttention
-        self.attention = attention(d_model, heads, kv_heads, bias=False, rotary=True)
+        validate.linear_decay(linear, decay)
+        extra = {"decay": decay} if linear else {}
+        self.attention = (LinearAttention if linear else GroupedQueryAttention)(d_model, heads, kv_heads, bias=False,
+                                                                               rotary=True, **extra)
         self.norm_2 = RMSNorm(d_model, eps)
         self.feed_forward = SwiGLU(d_model, hidden)
 
@@ -183,17 +211,18 @@ class LlamaBlock(BuildOnCall, Layer):
 class Llama(Model):
     """A decoder-only Llama: token embeddings, ``layers`` ``LlamaBlock`` s, a final RMSNorm, and the embedding
     table again as the output layer (tied). ids (B, T) → logits (B, T, vocab); with ``return_weights`` also each
-    layer's attention weights (B, h, T, T). ``linear=True`` uses ``LinearAttention`` in every block."""
+    layer's attention weights (B, h, T, T). ``linear=True`` uses ``LinearAttention`` in every block (``decay=True``
+    with RetNet's decay)."""
 
     def __init__(self, vocab: int, d_model: int, heads: int, kv_heads: int, layers: int, hidden: int,
-                 max_len: int = 512, eps: float = 1e-5, linear: bool = False, **kwargs):
+                 max_len: int = 512, eps: float = 1e-5, linear: bool = False, decay: bool = False, **kwargs):
         super().__init__(**kwargs)
         self.supports_masking = True                  # its mask is an explicit argument, as the course's layers'
         vocab, n_layers, self.max_len = validate.sizes(vocab=vocab, layers=layers, max_len=max_len)
         # as llama2.c, N(0, 0.02): with N(0, 1) rows the tied logits start √d_model times too large
         self.embed = keras.layers.Embedding(vocab, d_model,     # (`layers` is the count here)
                                             embeddings_initializer=keras.initializers.RandomNormal(stddev=0.02))
-        self.blocks = [LlamaBlock(d_model, heads, kv_heads, hidden, eps, linear) for _ in range(n_layers)]
+        self.blocks = [LlamaBlock(d_model, heads, kv_heads, hidden, eps, linear, decay) for _ in range(n_layers)]
         self.norm = RMSNorm(d_model, eps)
 
     def call(self, ids, mask=None, return_weights: bool = False):

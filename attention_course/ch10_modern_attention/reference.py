@@ -147,25 +147,31 @@ def elu_feature_map(x: np.ndarray) -> np.ndarray:
     return np.where(x > 0, x + 1, np.exp(np.minimum(x, 0)))
 
 
-def linear_attention(q, k, v, causal: bool = True) -> np.ndarray:
+def linear_attention(q, k, v, causal: bool = True, decay=None) -> np.ndarray:
     """Σ_j φ(q_i)·φ(k_j) v_j / Σ_j φ(q_i)·φ(k_j), over all j (or j ≤ i when ``causal``), computed in parallel:
-    the (…, T, T) matrix of similarities, masked to the past, then normalised by its row sums."""
+    the (…, T, T) matrix of similarities, masked to the past, then normalised by its row sums. ``decay`` (h,) weighs
+    key j of head h by γ_h^(i−j) (q, k, v (…, h, T, d), causal)."""
     fq, fk = elu_feature_map(q), elu_feature_map(k)
     a = fq @ np.swapaxes(fk, -1, -2)                                               # (…, T_q, T_k)
     if causal:
         a = np.tril(a)
+    if decay is not None:
+        t = np.arange(q.shape[-2])
+        a = a * np.asarray(decay)[:, None, None] ** np.maximum(t[:, None] - t[None, :], 0)
     return (a @ v) / a.sum(-1, keepdims=True)
 
 
-def linear_attention_recurrent(q, k, v) -> np.ndarray:
-    """The causal ``linear_attention`` one step at a time, as an RNN: the state S_t = S_{t−1} + φ(k_t) v_tᵀ (d × d_v)
-    and z_t = z_{t−1} + φ(k_t) (d) are all that is kept of the past; y_t = φ(q_t)ᵀ S_t / φ(q_t)ᵀ z_t."""
+def linear_attention_recurrent(q, k, v, decay=None) -> np.ndarray:
+    """The causal ``linear_attention`` one step at a time, as an RNN: the state S_t = γ S_{t−1} + φ(k_t) v_tᵀ (d × d_v)
+    and z_t = γ z_{t−1} + φ(k_t) (d) are all that is kept of the past; y_t = φ(q_t)ᵀ S_t / φ(q_t)ᵀ z_t. γ is 1, or
+    each head's ``decay`` (h,) for q, k, v (…, h, T, d)."""
     fq, fk = elu_feature_map(q), elu_feature_map(k)
+    gamma = np.asarray(1.0) if decay is None else np.asarray(decay)[:, None]       # (h, 1)
     state = np.zeros(q.shape[:-2] + (q.shape[-1], v.shape[-1]))
     norm = np.zeros(q.shape[:-2] + (q.shape[-1],))
     out = np.empty(q.shape[:-1] + (v.shape[-1],))
     for t in range(q.shape[-2]):
-        state = state + fk[..., t, :, None] * v[..., t, None, :]
-        norm = norm + fk[..., t, :]
+        state = gamma[..., None] * state + fk[..., t, :, None] * v[..., t, None, :]
+        norm = gamma * norm + fk[..., t, :]
         out[..., t, :] = (fq[..., t, None, :] @ state)[..., 0, :] / (fq[..., t, :] * norm).sum(-1, keepdims=True)
     return out

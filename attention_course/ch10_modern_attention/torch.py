@@ -24,8 +24,9 @@ from attention_course.ch10_modern_attention import validate
 from attention_course.ch10_modern_attention.llama2c import Llama2c
 from attention_course.core.torch import inputs
 
-__all__ = ["flash_attention", "GroupedQueryAttention", "linear_attention", "linear_attention_step", "LinearAttention",
-           "RMSNorm", "SwiGLU", "LlamaBlock", "Llama", "load_llama2c", "window_mask", "MultiHeadLatentAttention"]
+__all__ = ["flash_attention", "GroupedQueryAttention", "linear_attention", "linear_attention_step", "retention_decays",
+           "LinearAttention", "RMSNorm", "SwiGLU", "LlamaBlock", "Llama", "load_llama2c", "window_mask",
+           "MultiHeadLatentAttention"]
 
 
 def flash_attention(query, key, value, mask=None, causal: bool = False, block: int = 64) -> torch.Tensor:
@@ -89,38 +90,60 @@ def _phi(x: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.elu(x) + 1          # φ(x) = elu(x) + 1 > 0 (Katharopoulos et al.)
 
 
-def linear_attention(query, key, value, causal: bool = True) -> torch.Tensor:
+def linear_attention(query, key, value, causal: bool = True, decay=None) -> torch.Tensor:
     """Σ_j φ(q_i)·φ(k_j) v_j / Σ_j φ(q_i)·φ(k_j) over the keys j ≤ i (all of them unless ``causal``), the parallel
-    form used in training. query, key (B, h, T, d), value (B, h, T, d_v) → (B, h, T, d_v)."""
+    form used in training. ``decay`` (h,), each head's γ in (0, 1], weighs key j by γ^(i−j) (RetNet's decay; causal
+    only). query, key (B, h, T, d), value (B, h, T, d_v) → (B, h, T, d_v)."""
     query = inputs.floats(query, "query")
     key, value = inputs.floats(key, "key", query.device), inputs.floats(value, "value", query.device)
     validate.head_shapes(query, key, value)
+    validate.decay(decay, query.shape[1], causal)
     a = _phi(query) @ _phi(key).transpose(-1, -2)                          # (B, h, T_q, T_k), all positive
     if causal:
         a = a.tril(key.shape[-2] - query.shape[-2])
+    if decay is not None:                                                  # γ^(i−j): the older, the fainter
+        i = torch.arange(key.shape[-2] - query.shape[-2], key.shape[-2], device=a.device)
+        age = (i[:, None] - torch.arange(key.shape[-2], device=a.device)).clamp_min(0)   # (T_q, T_k)
+        a = a * torch.as_tensor(decay, dtype=a.dtype, device=a.device)[:, None, None] ** age
     return (a @ value) / a.sum(-1, keepdim=True)
 
 
-def linear_attention_step(state, norm, query, key, value):
-    """One decoding step of causal linear attention as an RNN: state (B, h, d, d_v) += φ(k) vᵀ, norm (B, h, d) +=
-    φ(k), y = φ(q)ᵀ state / φ(q)ᵀ norm; query, key (B, h, d), value (B, h, d_v). → (y, state, norm). Start from
-    zeros; the cost of a step does not grow with the number of steps before it."""
+def linear_attention_step(state, norm, query, key, value, decay=None):
+    """One decoding step of causal linear attention as an RNN: state (B, h, d, d_v) ← γ·state + φ(k) vᵀ, norm (B, h,
+    d) ← γ·norm + φ(k), y = φ(q)ᵀ state / φ(q)ᵀ norm; query, key (B, h, d), value (B, h, d_v); γ is ``decay`` (h,)
+    or 1. → (y, state, norm). Start from zeros; the cost of a step does not grow with the number of steps before
+    it."""
     validate.linear_step(state, norm, query, key, value)
+    validate.decay(decay, query.shape[1])
     fq, fk = _phi(inputs.floats(query, "query")), _phi(inputs.floats(key, "key"))
+    if decay is not None:
+        gamma = torch.as_tensor(decay, dtype=state.dtype, device=state.device)[:, None]   # (h, 1)
+        state, norm = gamma[..., None] * state, gamma * norm
     state = state + fk[..., :, None] * value[..., None, :]                # (B, h, d, d_v)
     norm = norm + fk                                                       # (B, h, d)
     y = (fq[..., None, :] @ state)[..., 0, :] / (fq * norm).sum(-1, keepdim=True)
     return y, state, norm
 
 
+def retention_decays(heads: int) -> torch.Tensor:
+    """RetNet's decay per head (Sun et al., 2023): γ_h = 1 − 2^(−5−h), from a memory of about 32 tokens to longer."""
+    return 1 - 2.0 ** (-5 - torch.arange(heads, dtype=torch.float32))
+
+
 class LinearAttention(GroupedQueryAttention):
     """Grouped-query attention with the softmax replaced by ``linear_attention`` (Katharopoulos et al., 2020): the
-    same projections and rotary positions, then Σ_j φ(q_i)·φ(k_j) v_j / Σ_j φ(q_i)·φ(k_j) over the keys j ≤ i. Causal
-    only, without masks or weights; decoding would carry ``linear_attention_step``'s state instead of a cache."""
+    same projections and rotary positions, then Σ_j φ(q_i)·φ(k_j) v_j / Σ_j φ(q_i)·φ(k_j) over the keys j ≤ i; with
+    ``decay=True`` each head forgets at its own rate γ_h (``retention_decays``). Causal only, without masks or
+    weights; decoding would carry ``linear_attention_step``'s state instead of a cache."""
+
+    def __init__(self, d_model: int, heads: int, kv_heads: int, bias: bool = True, rotary: bool = False,
+                 decay: bool = False):
+        super().__init__(d_model, heads, kv_heads, bias, rotary)
+        self.register_buffer("decay", retention_decays(heads) if decay else None)
 
     def attend(self, q, k, v, mask=None, causal: bool = False, return_weights: bool = False):
         validate.linear_attend(mask, causal, return_weights)
-        return self.W_o(merge_heads(linear_attention(q, k, v, causal=True)))          # (B, T, d_model)
+        return self.W_o(merge_heads(linear_attention(q, k, v, causal=True, decay=self.decay)))   # (B, T, d_model)
 
 
 class RMSNorm(nn.Module):
@@ -154,13 +177,16 @@ class SwiGLU(nn.Module):
 
 class LlamaBlock(nn.Module):
     """A pre-norm decoder block of Llama: x + attention(RMSNorm(x)), then + SwiGLU(RMSNorm(·)); the attention is
-    grouped-query with rotary positions and no biases (``linear=True``: ``LinearAttention``)."""
+    grouped-query with rotary positions and no biases (``linear=True``: ``LinearAttention``, ``decay`` its decay)."""
 
-    def __init__(self, d_model: int, heads: int, kv_heads: int, hidden: int, eps: float = 1e-5, linear: bool = False):
+    def __init__(self, d_model: int, heads: int, kv_heads: int, hidden: int, eps: float = 1e-5, linear: bool = False,
+                 decay: bool = False):
         super().__init__()
         self.norm_1 = RMSNorm(d_model, eps)
-        attention = LinearAttention if linear else GroupedQueryAttention
-        self.attention = attention(d_model, heads, kv_heads, bias=False, rotary=True)
+        validate.linear_decay(linear, decay)
+        extra = {"decay": decay} if linear else {}
+        self.attention = (LinearAttention if linear else GroupedQueryAttention)(d_model, heads, kv_heads, bias=False,
+                                                                               rotary=True, **extra)
         self.norm_2 = RMSNorm(d_model, eps)
         self.feed_forward = SwiGLU(d_model, hidden)
 
@@ -176,15 +202,17 @@ class LlamaBlock(nn.Module):
 class Llama(nn.Module):
     """A decoder-only Llama: token embeddings, ``layers`` ``LlamaBlock`` s, a final RMSNorm, and the embedding
     table again as the output layer (tied). ids (B, T) → logits (B, T, vocab); with ``return_weights`` also each
-    layer's attention weights (B, h, T, T). ``linear=True`` uses ``LinearAttention`` in every block."""
+    layer's attention weights (B, h, T, T). ``linear=True`` uses ``LinearAttention`` in every block (``decay=True``
+    with RetNet's decay)."""
 
     def __init__(self, vocab: int, d_model: int, heads: int, kv_heads: int, layers: int, hidden: int,
-                 max_len: int = 512, eps: float = 1e-5, linear: bool = False):
+                 max_len: int = 512, eps: float = 1e-5, linear: bool = False, decay: bool = False):
         super().__init__()
         vocab, layers, self.max_len = validate.sizes(vocab=vocab, layers=layers, max_len=max_len)
         self.embed = nn.Embedding(vocab, d_model)
         nn.init.normal_(self.embed.weight, std=0.02)     # as llama2.c: N(0, 1) rows make tied logits ~√d too large
-        self.blocks = nn.ModuleList(LlamaBlock(d_model, heads, kv_heads, hidden, eps, linear) for _ in range(layers))
+        self.blocks = nn.ModuleList(LlamaBlock(d_model, heads, kv_heads, hidden, eps, linear, decay)
+                                    for _ in range(layers))
         self.norm = RMSNorm(d_model, eps)
 
     def forward(self, ids, mask=None, return_weights: bool = False):

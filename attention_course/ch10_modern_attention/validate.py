@@ -37,3 +37,25 @@ def linear_attend(mask, causal: bool, return_weights: bool) -> None:
         raise ConfigError("LinearAttention attends causally to every earlier key: call it with causal=True, no mask "
                           f"and no return_weights (got mask={'given' if mask is not None else None}, "
                           f"causal={causal}, return_weights={return_weights}); windows and weights need the softmax")
+
+
+def decay(decay, heads: int, causal: bool = True) -> None:
+    """A decay is one factor γ in (0, 1] per head, and weighs the past: causal attention only."""
+    if decay is None:
+        return
+    import numpy as np
+
+    shape = tuple(decay.shape) if hasattr(decay, "shape") else np.shape(decay)
+    if shape != (heads,) or not causal:
+        raise ConfigError(f"decay must hold one factor per head, shape ({heads},), for causal attention; got shape "
+                          f"{shape} and causal={causal}")
+    if isinstance(decay, (list, tuple, np.ndarray)) or hasattr(decay, "detach"):    # values at hand (not a graph's)
+        values = np.asarray(decay.detach().cpu() if hasattr(decay, "detach") else decay)
+        if not ((values > 0) & (values <= 1)).all():
+            raise ConfigError(f"decay must lie in (0, 1] (1: no decay); got {values.tolist()}")
+
+
+def linear_decay(linear: bool, decay: bool) -> None:
+    """Decay is a kind of linear attention."""
+    if decay and not linear:
+        raise ConfigError("decay=True is linear attention's decay: give linear=True with it")

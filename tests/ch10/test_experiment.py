@@ -24,8 +24,9 @@ def test_the_variants_share_keys_and_values_among_more_and_more_heads():
     # per token and layer: a key and a value for each key-value head, d_head numbers each
     assert [c10.cache_numbers(TINY, v) for v in c10.VARIANTS] == [2 * 8 * 2, 2 * 2 * 2, 2 * 1 * 2]
     assert c10.kv_heads(c10.LINEAR, 8) == 8 and c10.cache_numbers(TINY, c10.LINEAR) == 0   # a state, no cache
+    assert c10.kv_heads(c10.DECAYED, 8) == 8 and c10.cache_numbers(TINY, c10.DECAYED) == 0
     assert c10.state_numbers(TINY) == 1 * 8 * (2 * 2 + 2)
-    with pytest.raises(ConfigError, match="variant must be one of MHA, GQA, MQA, linear; got 'MLA'"):
+    with pytest.raises(ConfigError, match="variant must be one of MHA, GQA, MQA, linear, decayed; got 'MLA'"):
         c10.kv_heads("MLA", 8)
 
 

@@ -93,6 +93,33 @@ def test_linear_attention_in_parallel_and_step_by_step(framework):
 
 
 @pytest.mark.parametrize("framework", ["keras", "pytorch"])
+def test_decayed_linear_attention_in_parallel_and_step_by_step(framework):
+    """With RetNet's decay per head, both frameworks equal the NumPy reference in parallel, step by step and for
+    the last queries alone (decoding after a prompt), and a bad decay is named."""
+    rng = np.random.default_rng(6)
+    q, k, v = (rng.normal(size=s).astype("float32") for s in ((2, 3, 6, 4), (2, 3, 6, 4), (2, 3, 6, 5)))
+    module, decay = MODULES[framework], np.array([0.5, 0.9, 0.99], "float32")
+    want = ref.linear_attention(q, k, v, decay=decay)
+    parallel = to_numpy(module.linear_attention(*(_as(framework, x) for x in (q, k, v)), decay=decay))
+    np.testing.assert_allclose(parallel, want, rtol=1e-5, atol=1e-5)
+    last = module.linear_attention(*(_as(framework, x) for x in (q[..., -2:, :], k, v)), decay=decay)
+    np.testing.assert_allclose(to_numpy(last), want[..., -2:, :], rtol=1e-5, atol=1e-5)
+    state, norm = _as(framework, np.zeros((2, 3, 4, 5), "float32")), _as(framework, np.zeros((2, 3, 4), "float32"))
+    for t in range(6):
+        y, state, norm = module.linear_attention_step(state, norm, *(_as(framework, x[..., t, :]) for x in (q, k, v)),
+                                                      decay=decay)
+        np.testing.assert_allclose(to_numpy(y), want[..., t, :], rtol=1e-5, atol=1e-5)
+    assert module.retention_decays(3).tolist() == [1 - 1 / 32, 1 - 1 / 64, 1 - 1 / 128]
+    x = [_as(framework, a) for a in (q, k, v)]
+    with pytest.raises(ConfigError, match=r"one factor per head, shape \(3,\).*got shape \(2,\)"):
+        module.linear_attention(*x, decay=decay[:2])
+    with pytest.raises(ConfigError, match="causal=False"):
+        module.linear_attention(*x, causal=False, decay=decay)
+    with pytest.raises(ConfigError, match=r"\(0, 1\]"):
+        module.linear_attention(*x, decay=np.array([0.5, 1.5, 0.0], "float32"))
+
+
+@pytest.mark.parametrize("framework", ["keras", "pytorch"])
 def test_the_window_mask_sees_the_recent_keys_and_the_sinks(framework):
     got = to_numpy(MODULES[framework].window_mask(6, window=3, sinks=1))[0].astype(int)
     assert got.tolist() == [[1, 0, 0, 0, 0, 0],

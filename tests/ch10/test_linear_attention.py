@@ -83,3 +83,22 @@ def test_the_benchmarked_decoding_steps_run_and_only_softmax_grows_with_the_cont
             flops[kind, length] = counter.get_total_flops()
     assert flops["softmax", 64] == 4 * flops["softmax", 16] == 4 * (2 * 2 * 2 * 16 * 4)   # q·K and a·V: 2hTd each
     assert flops["linear", 64] == flops["linear", 16] > 0
+
+
+@pytest.mark.parametrize("module", [ch10_keras, ch10_torch], ids=["keras", "pytorch"])
+def test_a_decayed_llama_forgets_at_retnets_rates(module):
+    """``decay=True`` gives every block's linear attention RetNet's rates (fixed, not learned: the same parameters
+    as without decay); decay without linear attention is refused by name."""
+    model = module.Llama(30, D, H, H, 2, 24, max_len=8, linear=True, decay=True)
+    plain = module.Llama(30, D, H, H, 2, 24, max_len=8, linear=True)
+    ids = np.zeros((1, 5), dtype=np.int64)
+    for llama in (model, plain):                                  # built
+        llama(torch.as_tensor(ids) if module is ch10_torch else ids)
+    for block in model.blocks:
+        np.testing.assert_allclose(to_numpy(block.attention.decay), 1 - 2.0 ** -np.arange(5, 5 + H), rtol=1e-6)
+    assert all(block.attention.decay is None for block in plain.blocks)
+    count = (lambda m: sum(p.numel() for p in m.parameters())) if module is ch10_torch else (
+        lambda m: sum(int(np.prod(w.shape)) for w in m.trainable_weights))
+    assert count(model) == count(plain)
+    with pytest.raises(ConfigError, match="give linear=True"):
+        module.Llama(30, D, H, H, 1, 24, decay=True)

@@ -90,3 +90,16 @@ def test_linear_attention_is_an_rnn():
     assert (ref.elu_feature_map(rng.normal(size=100) * 10) > 0).all(), "the feature map is positive"
     first = ref.linear_attention(q, k, v)[..., 0, :]
     np.testing.assert_allclose(first, v[..., 0, :], rtol=1e-12), "the first step sees only itself"
+
+
+def test_decayed_linear_attention_is_an_rnn_that_forgets():
+    """RetNet's decay in the same frame: weighing key j by γ^(i−j) in parallel is multiplying the state and the
+    normaliser by γ before each step; γ = 1 is plain linear attention, and a small γ forgets all but the last key."""
+    rng = np.random.default_rng(4)
+    q, k, v = rng.normal(size=(2, 3, 9, 4)), rng.normal(size=(2, 3, 9, 4)), rng.normal(size=(2, 3, 9, 5))
+    decay = np.array([0.5, 0.9, 1.0])
+    np.testing.assert_allclose(ref.linear_attention_recurrent(q, k, v, decay), ref.linear_attention(q, k, v,
+                               decay=decay), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(ref.linear_attention(q, k, v, decay=np.ones(3)), ref.linear_attention(q, k, v),
+                               rtol=1e-12)
+    np.testing.assert_allclose(ref.linear_attention(q, k, v, decay=np.full(3, 1e-9)), v, rtol=1e-6)
