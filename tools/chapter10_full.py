@@ -1,6 +1,7 @@
 r"""Chapter 10's trained comparison: the same small decoder-only Llama with multi-head, grouped-query and multi-query
-attention (``chapter10.VARIANTS``), and with linear attention (``chapter10.LINEAR``; ``chapter10.DECAYED`` with
-RetNet's decay), on Tiny Shakespeare's characters, same windows and steps, per seed; writes
+attention (``chapter10.VARIANTS``), with latent attention (``chapter10.LATENT``), and with linear attention
+(``chapter10.LINEAR``; ``chapter10.DECAYED`` with RetNet's decay), on Tiny Shakespeare's characters, same windows and
+steps, per seed; writes
 book/10-modern-attention/results/<size>-<framework>.json: each run's validation loss per epoch, its best, the
 numbers its key-value cache keeps per token, parameters, training time and the hardware.
 The experiment is ``attention_course.ch10_modern_attention.experiment`` (the notebook calls the same functions).
@@ -32,7 +33,8 @@ from tools import full_run  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = full_run.arguments(__doc__, chapter10.SIZES, [*chapter10.VARIANTS, chapter10.LINEAR, chapter10.DECAYED],
+    args = full_run.arguments(__doc__, chapter10.SIZES, [*chapter10.VARIANTS, chapter10.LATENT, chapter10.LINEAR,
+                                                      chapter10.DECAYED],
                               ROOT / "book/10-modern-attention/results", argv, parallel=True)
 
     import attention_course as ac

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from attention_course.core import validate
 
-__all__ = ["PUBLISHED", "CacheShape", "cache_bytes_per_token"]
+__all__ = ["PUBLISHED", "CacheShape", "cache_bytes_per_token", "rope_half"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,12 @@ class CacheShape:
         """Numbers cached per token over all layers."""
         per_layer = self.d_latent + self.d_rope if self.kind == "MLA" else 2 * self.kv_heads * self.d_head
         return self.layers * per_layer
+
+
+def rope_half(d_head: int) -> int:
+    """The decoupled rotary part the course gives latent attention, as DeepSeek-V2 (64 for heads of 128): half a
+    head, rounded down to an even number of features (rotary positions turn pairs)."""
+    return d_head // 4 * 2
 
 
 def cache_bytes_per_token(shape: CacheShape, bytes_per_number: int = 2) -> int:

@@ -1,6 +1,6 @@
 """Chapter 10's trained comparison: the same small decoder-only Llama on Tiny Shakespeare's characters with
-multi-head (MHA), grouped-query (GQA) and multi-query (MQA) attention, trained on the same windows for the same
-number of steps, over seeds: the validation loss against what each keeps in its key-value cache per token, the
+multi-head (MHA), grouped-query (GQA), multi-query (MQA) and latent (MLA) attention, trained on the same windows for
+the same number of steps, over seeds: the validation loss against what each keeps in its key-value cache per token, the
 trade-off of Ainslie et al.'s GQA paper in miniature. The notebook trains the quick size; ``tools/chapter10_full.py``
 the full size on a GPU. Importing this module loads no framework."""
 
@@ -12,39 +12,40 @@ from typing import Any
 import numpy as np
 
 from attention_course.ch08_transformer import experiment as chapter8
-from attention_course.ch10_modern_attention.cache import CacheShape
+from attention_course.ch10_modern_attention.cache import CacheShape, rope_half
 from attention_course.core import validate
 from attention_course.core.errors import ConfigError, ShapeError
 from attention_course.notebook import session
 
-__all__ = ["SIZES", "VARIANTS", "LINEAR", "DECAYED", "kv_heads", "build", "train", "start_windows", "train_with_start",
-           "recomputed_windows", "cache_numbers", "state_numbers"]
+__all__ = ["SIZES", "VARIANTS", "LATENT", "LINEAR", "DECAYED", "kv_heads", "build", "train", "start_windows",
+           "train_with_start", "recomputed_windows", "cache_numbers", "state_numbers"]
 
 SIZES: dict[str, dict[str, Any]] = {
     "quick": {"d_model": 64, "heads": 4, "layers": 2, "hidden": 176, "context": 64, "windows": 2048, "epochs": 3,
-              "val_windows": 256, "batch_size": 32, "lr": 3e-3},
+              "val_windows": 256, "batch_size": 32, "lr": 3e-3, "latent": 32},
     "full": {"d_model": 256, "heads": 8, "layers": 6, "hidden": 688, "context": 256, "windows": 16_000,
-             "epochs": 6, "val_windows": 2000, "batch_size": 64, "lr": 1e-3},
+             "epochs": 6, "val_windows": 2000, "batch_size": 64, "lr": 1e-3, "latent": 64},
 }
 VARIANTS = ("MHA", "GQA", "MQA")       # every head its own keys and values; heads / 4 groups (at least 2); one
+LATENT = "MLA"                         # every head's keys and values from one cached latent of sizes["latent"]
 LINEAR = "linear"                      # MHA's heads with linear attention in place of the softmax (no cache)
 DECAYED = "decayed"                    # linear attention with each head forgetting at RetNet's rate
 
 
 def kv_heads(variant: str, heads: int) -> int:
     """How many key-value heads ``variant`` gives a model of ``heads`` query heads."""
-    if variant not in (*VARIANTS, LINEAR, DECAYED):
-        raise ConfigError(f"variant must be one of {', '.join((*VARIANTS, LINEAR, DECAYED))}; got {variant!r}")
-    return {"MHA": heads, "GQA": max(2, heads // 4), "MQA": 1, LINEAR: heads, DECAYED: heads}[variant]
+    if variant not in (*VARIANTS, LATENT, LINEAR, DECAYED):
+        raise ConfigError(f"variant must be one of {', '.join((*VARIANTS, LATENT, LINEAR, DECAYED))}; got {variant!r}")
+    return {"MHA": heads, "GQA": max(2, heads // 4), "MQA": 1, LATENT: heads, LINEAR: heads, DECAYED: heads}[variant]
 
 
 def build(fw: ModuleType, vocab: int, sizes: dict[str, Any], variant: str, seed: int = 0):
     """A ``Llama`` of framework ``fw`` (``ac.torch`` or ``ac.keras``) with ``variant``'s key-value heads (and linear
-    attention for ``LINEAR``, with RetNet's decay for ``DECAYED``), seeded."""
+    attention for ``LINEAR``, with RetNet's decay for ``DECAYED``; latent attention for ``LATENT``), seeded."""
     session.seed_everything(seed)
     return fw.Llama(vocab, sizes["d_model"], sizes["heads"], kv_heads(variant, sizes["heads"]), sizes["layers"],
                     sizes["hidden"], max_len=sizes["context"], linear=variant in (LINEAR, DECAYED),
-                    decay=variant == DECAYED)
+                    decay=variant == DECAYED, latent=sizes["latent"] if variant == LATENT else 0)
 
 
 def train(fw: ModuleType, model, data: chapter8.Characters, sizes: dict[str, Any], *, seed: int = 0,
@@ -97,11 +98,14 @@ def recomputed_windows(x: np.ndarray, window: int, after: int, start: int | None
 def cache_numbers(sizes: dict[str, Any], variant: str) -> int:
     """Numbers the key-value cache keeps per token, over all layers, for ``variant`` at ``sizes``; 0 for ``LINEAR``
     and ``DECAYED``, whose decoders carry a state of fixed size instead (``state_numbers``)."""
-    heads = sizes["heads"]
+    heads, d_head = sizes["heads"], sizes["d_model"] // sizes["heads"]
     if variant in (LINEAR, DECAYED):
         return 0
+    if variant == LATENT:                                # the latent and the shared rotary key
+        return CacheShape(variant, "MLA", sizes["layers"], heads, heads, d_head, d_latent=sizes["latent"],
+                          d_rope=rope_half(d_head)).numbers_per_token
     return CacheShape(variant, "MHA" if variant == "MHA" else "GQA", sizes["layers"], heads,
-                      kv_heads(variant, heads), sizes["d_model"] // heads).numbers_per_token
+                      kv_heads(variant, heads), d_head).numbers_per_token
 
 
 def state_numbers(sizes: dict[str, Any]) -> int:

@@ -16,11 +16,13 @@ from attention_course.ch07_self_attention.torch import (
     MultiHeadAttention,
     causal_mask,
     merge_heads,
+    rope,
     scaled_dot_product_attention,
     split_heads,
     visible_keys,
 )
 from attention_course.ch10_modern_attention import validate
+from attention_course.ch10_modern_attention.cache import rope_half
 from attention_course.ch10_modern_attention.llama2c import Llama2c
 from attention_course.core.torch import inputs
 
@@ -177,16 +179,20 @@ class SwiGLU(nn.Module):
 
 class LlamaBlock(nn.Module):
     """A pre-norm decoder block of Llama: x + attention(RMSNorm(x)), then + SwiGLU(RMSNorm(·)); the attention is
-    grouped-query with rotary positions and no biases (``linear=True``: ``LinearAttention``, ``decay`` its decay)."""
+    grouped-query with rotary positions and no biases (``linear=True``: ``LinearAttention``, ``decay`` its decay;
+    ``latent`` > 0: ``MultiHeadLatentAttention`` of that many latent numbers, its rotary part ``rope_half``)."""
 
     def __init__(self, d_model: int, heads: int, kv_heads: int, hidden: int, eps: float = 1e-5, linear: bool = False,
-                 decay: bool = False):
+                 decay: bool = False, latent: int = 0):
         super().__init__()
         self.norm_1 = RMSNorm(d_model, eps)
-        validate.linear_decay(linear, decay)
-        extra = {"decay": decay} if linear else {}
-        self.attention = (LinearAttention if linear else GroupedQueryAttention)(d_model, heads, kv_heads, bias=False,
-                                                                               rotary=True, **extra)
+        validate.attention_kind(linear, decay, latent)
+        if latent:
+            self.attention = MultiHeadLatentAttention(d_model, heads, latent, d_rope=rope_half(d_model // heads))
+        elif linear:
+            self.attention = LinearAttention(d_model, heads, kv_heads, bias=False, rotary=True, decay=decay)
+        else:
+            self.attention = GroupedQueryAttention(d_model, heads, kv_heads, bias=False, rotary=True)
         self.norm_2 = RMSNorm(d_model, eps)
         self.feed_forward = SwiGLU(d_model, hidden)
 
@@ -203,15 +209,15 @@ class Llama(nn.Module):
     """A decoder-only Llama: token embeddings, ``layers`` ``LlamaBlock`` s, a final RMSNorm, and the embedding
     table again as the output layer (tied). ids (B, T) → logits (B, T, vocab); with ``return_weights`` also each
     layer's attention weights (B, h, T, T). ``linear=True`` uses ``LinearAttention`` in every block (``decay=True``
-    with RetNet's decay)."""
+    with RetNet's decay), ``latent`` > 0 ``MultiHeadLatentAttention``."""
 
     def __init__(self, vocab: int, d_model: int, heads: int, kv_heads: int, layers: int, hidden: int,
-                 max_len: int = 512, eps: float = 1e-5, linear: bool = False, decay: bool = False):
+                 max_len: int = 512, eps: float = 1e-5, linear: bool = False, decay: bool = False, latent: int = 0):
         super().__init__()
         vocab, layers, self.max_len = validate.sizes(vocab=vocab, layers=layers, max_len=max_len)
         self.embed = nn.Embedding(vocab, d_model)
         nn.init.normal_(self.embed.weight, std=0.02)     # as llama2.c: N(0, 1) rows make tied logits ~√d too large
-        self.blocks = nn.ModuleList(LlamaBlock(d_model, heads, kv_heads, hidden, eps, linear, decay)
+        self.blocks = nn.ModuleList(LlamaBlock(d_model, heads, kv_heads, hidden, eps, linear, decay, latent)
                                     for _ in range(layers))
         self.norm = RMSNorm(d_model, eps)
 
@@ -263,36 +269,50 @@ def window_mask(t_q: int, t_k: int | None = None, window: int = 64, sinks: int =
 
 
 class MultiHeadLatentAttention(nn.Module):
-    """DeepSeek-V2's multi-head latent attention, without its decoupled rotary key: each token is compressed to one
-    latent vector c = W_dkv x of ``d_latent`` numbers, the only thing a cache keeps; every head's key and value are
-    projected back from it, k_h = W_uk,h c and v_h = W_uv,h c. ``absorbed=True`` computes the same output without
-    forming them: q_hᵀ k_h = (W_uk,hᵀ q_h)ᵀ c, so each query moves into the latent space once, attends over the
-    latent vectors, and W_uv,h is applied to the mixed latent afterwards."""
+    """DeepSeek-V2's multi-head latent attention: each token is compressed to one latent vector c = W_dkv x of
+    ``d_latent`` numbers, which a cache keeps; every head's key and value are projected back from it, k_h = W_uk,h c
+    and v_h = W_uv,h c. ``absorbed=True`` computes the same output without forming them: q_hᵀ k_h = (W_uk,hᵀ q_h)ᵀ c,
+    so each query moves into the latent space once, attends over the latent vectors, and W_uv,h is applied to the
+    mixed latent afterwards. Rotary positions cannot turn k_h (a rotation between W_uk,h and q_h would stop the
+    absorption), so ``d_rope`` > 0 adds DeepSeek-V2's decoupled part: each head's query gets ``d_rope`` rotated
+    numbers more, matched by one rotated key of ``d_rope`` numbers per token, shared by the heads and cached beside
+    the latent."""
 
-    def __init__(self, d_model: int, heads: int, d_latent: int, bias: bool = False):
+    def __init__(self, d_model: int, heads: int, d_latent: int, bias: bool = False, d_rope: int = 0):
         super().__init__()
         validate.heads(d_model, heads)
         (self.d_latent,) = validate.sizes(d_latent=d_latent)
-        self.d_model, self.heads = d_model, heads
+        self.d_model, self.heads, self.d_rope = d_model, heads, validate.rope_width(d_rope)
         self.W_q = nn.Linear(d_model, d_model, bias=bias)
         self.W_dkv = nn.Linear(d_model, d_latent, bias=bias)          # down: token → latent (cached)
         self.W_uk = nn.Linear(d_latent, d_model, bias=False)           # up: latent → every head's key
         self.W_uv = nn.Linear(d_latent, d_model, bias=False)           # up: latent → every head's value
         self.W_o = nn.Linear(d_model, d_model, bias=bias)
+        if d_rope:
+            self.W_qr = nn.Linear(d_model, heads * d_rope, bias=bias)  # a rotary query per head
+            self.W_kr = nn.Linear(d_model, d_rope, bias=bias)          # one rotary key for all heads (cached)
 
-    def forward(self, x, mask=None, causal: bool = False, absorbed: bool = False):
-        # x (B, T, d_model) → (B, T, d_model)
+    def forward(self, x, mask=None, causal: bool = False, absorbed: bool = False, return_weights: bool = False):
+        # x (B, T, d_model) → (B, T, d_model) [, weights (B, h, T, T)]
         x = inputs.floats(x, "x")
         validate.model_width(self, x)
         q = split_heads(self.W_q(x), self.heads)                                    # (B, h, T, d_head)
         c = self.W_dkv(x)                                                            # (B, T, d_latent)
-        if not absorbed:
-            k, v = split_heads(self.W_uk(c), self.heads), split_heads(self.W_uv(c), self.heads)
-            return self.W_o(merge_heads(scaled_dot_product_attention(q, k, v, mask, causal)))
         d_head = self.d_model // self.heads
-        w_uk = self.W_uk.weight.view(self.heads, d_head, self.d_latent)            # (h, d_head, d_latent)
-        w_uv = self.W_uv.weight.view(self.heads, d_head, self.d_latent)
-        q_latent = (q @ w_uk) * (self.d_latent / d_head) ** 0.5     # (B, h, T, d_latent); the scale stays 1/√d_head
-        c_heads = c[:, None].expand(-1, self.heads, -1, -1)                        # (B, h, T, d_latent), shared
-        mixed = scaled_dot_product_attention(q_latent, c_heads, c_heads, mask, causal)  # (B, h, T, d_latent)
-        return self.W_o(merge_heads(mixed @ w_uv.transpose(-1, -2)))               # W_uv,h after the mix
+        if absorbed:
+            w_uk = self.W_uk.weight.view(self.heads, d_head, self.d_latent)        # (h, d_head, d_latent)
+            q, k = q @ w_uk, c[:, None].expand(-1, self.heads, -1, -1)          # (B, h, T, d_latent) each
+            v = k                                                                # the latent, shared by the heads
+        else:
+            k, v = split_heads(self.W_uk(c), self.heads), split_heads(self.W_uv(c), self.heads)
+        if self.d_rope:                                                          # the decoupled rotary part
+            q = torch.cat([q, rope(split_heads(self.W_qr(x), self.heads))], -1)
+            k = torch.cat([k, rope(self.W_kr(x)[:, None]).expand(-1, self.heads, -1, -1)], -1)
+        # the scores are divided by √(d_head + d_rope) in both forms
+        q = q * (q.shape[-1] / (d_head + self.d_rope)) ** 0.5
+        out = scaled_dot_product_attention(q, k, v, mask, causal, return_weights)
+        mixed, weights = out if return_weights else (out, None)                  # (B, h, T, d_head or d_latent)
+        if absorbed:                                                             # W_uv,h after the mix
+            mixed = mixed @ self.W_uv.weight.view(self.heads, d_head, self.d_latent).transpose(-1, -2)
+        out = self.W_o(merge_heads(mixed))
+        return (out, weights) if return_weights else out

@@ -49,13 +49,25 @@ def decay(decay, heads: int, causal: bool = True) -> None:
     if shape != (heads,) or not causal:
         raise ConfigError(f"decay must hold one factor per head, shape ({heads},), for causal attention; got shape "
                           f"{shape} and causal={causal}")
-    if isinstance(decay, (list, tuple, np.ndarray)) or hasattr(decay, "detach"):    # values at hand (not a graph's)
-        values = np.asarray(decay.detach().cpu() if hasattr(decay, "detach") else decay)
+    on_cpu = hasattr(decay, "detach") and decay.device.type == "cpu"       # a GPU's would wait for the GPU
+    if isinstance(decay, (list, tuple, np.ndarray)) or on_cpu:               # values at hand (not a graph's)
+        values = np.asarray(decay.detach() if on_cpu else decay)
         if not ((values > 0) & (values <= 1)).all():
             raise ConfigError(f"decay must lie in (0, 1] (1: no decay); got {values.tolist()}")
 
 
-def linear_decay(linear: bool, decay: bool) -> None:
-    """Decay is a kind of linear attention."""
+def attention_kind(linear: bool, decay: bool, latent: int) -> None:
+    """A Llama block has one kind of attention; decay is a kind of linear attention."""
     if decay and not linear:
         raise ConfigError("decay=True is linear attention's decay: give linear=True with it")
+    if linear and latent:
+        raise ConfigError(f"choose linear=True or latent={latent} (latent attention), not both: a block has one "
+                          "kind of attention")
+
+
+def rope_width(d_rope: int) -> int:
+    """The decoupled rotary part of latent attention: 0 (none) or an even number of features, turned in pairs."""
+    d_rope = integer("d_rope", d_rope, minimum=0)
+    if d_rope % 2:
+        raise ConfigError(f"d_rope={d_rope}: rotary positions turn pairs of features, so d_rope must be even (or 0)")
+    return d_rope

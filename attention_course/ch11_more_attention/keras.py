@@ -415,8 +415,8 @@ class MonotonicAttention(BuildOnCall, Layer):
         else:                                                   # the expectation, in Raffel et al.'s parallel form
             def step(previous, p_i):                            # previous (B, S): α of the step before
                 kept = ops.cumprod(ops.pad(1 - p_i[:, :-1], [(0, 0), (1, 0)], constant_values=1.0), 1)
-                alpha = p_i * kept * ops.cumsum(previous / ops.clip(kept, 1e-10, 1.0), 1)
-                return alpha, alpha
+                row = p_i * kept * ops.cumsum(previous / ops.clip(kept, 1e-10, 1.0), 1)   # this step's α
+                return row, row
             init = ops.one_hot(ops.zeros(ops.shape(p)[:1], "int32"), s, dtype=p.dtype)
         _, steps = ops.scan(step, init, ops.transpose(p, (1, 0, 2)))           # over the output steps: (T, B, S)
         weights = ops.transpose(steps, (1, 0, 2))                                  # (B, T, S)

@@ -26,8 +26,11 @@ def test_the_variants_share_keys_and_values_among_more_and_more_heads():
     assert c10.kv_heads(c10.LINEAR, 8) == 8 and c10.cache_numbers(TINY, c10.LINEAR) == 0   # a state, no cache
     assert c10.kv_heads(c10.DECAYED, 8) == 8 and c10.cache_numbers(TINY, c10.DECAYED) == 0
     assert c10.state_numbers(TINY) == 1 * 8 * (2 * 2 + 2)
-    with pytest.raises(ConfigError, match="variant must be one of MHA, GQA, MQA, linear, decayed; got 'MLA'"):
-        c10.kv_heads("MLA", 8)
+    # latent attention: the latent and one rotary key of half a head (TINY's heads of 2 have no room for one)
+    assert c10.kv_heads(c10.LATENT, 8) == 8 and c10.cache_numbers(TINY, c10.LATENT) == 1 * (TINY["latent"] + 0)
+    assert c10.cache_numbers(c10.SIZES["quick"], c10.LATENT) == 2 * (32 + 8)
+    with pytest.raises(ConfigError, match="variant must be one of MHA, GQA, MQA, MLA, linear, decayed; got 'SWA'"):
+        c10.kv_heads("SWA", 8)
 
 
 @pytest.mark.parametrize("fw", [ac.torch, ac.keras], ids=["pytorch", "keras"])

@@ -1,7 +1,5 @@
 """Freed memory goes back to the system after each notebook cell (``attention_course.notebook.memory``)."""
 
-import gc
-import os
 import sys
 
 import pytest
@@ -11,20 +9,32 @@ from attention_course.notebook import memory
 glibc = pytest.mark.skipif(memory._malloc_trim() is None, reason="glibc's malloc_trim is not available here")
 
 
-def _resident_mb() -> float:
+FREED = """
+import gc, os
+from attention_course.notebook import memory
+
+def resident_mb():
     return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+blocks = [bytearray(4000) for _ in range(50_000)]   # 200 MB in pieces small enough to stay in the heap
+pin = bytearray(4000)                                # above them, so that free() alone cannot shrink the heap
+del blocks
+gc.collect()
+held = resident_mb()
+assert memory.release()
+print(held - resident_mb())
+"""
 
 
 @glibc
 def test_release_hands_freed_heap_pages_back():
-    blocks = [bytearray(4000) for _ in range(50_000)]   # 200 MB in pieces small enough to stay in the heap
-    pin = bytearray(4000)                                # above them, so that free() alone cannot shrink the heap
-    del blocks
-    gc.collect()
-    held = _resident_mb()
-    assert memory.release()
-    assert held - _resident_mb() > 100, "malloc_trim gave back less than half of 200 MB freed"
-    del pin
+    """In a fresh interpreter, as a kernel starts: in a long-lived test worker the 200 MB of blocks can fill holes
+    that earlier tests left in the heap, and trimming then has less to give back."""
+    import subprocess
+
+    given_back = float(subprocess.run([sys.executable, "-c", FREED], capture_output=True, text=True,
+                                      check=True).stdout)
+    assert given_back > 100, f"malloc_trim gave back {given_back:.0f} MB of 200 MB freed, less than half"
 
 
 class _Events:
