@@ -44,7 +44,7 @@ class CacheShape:
 def rope_half(d_head: int) -> int:
     """The decoupled rotary part the course gives latent attention, as DeepSeek-V2 (64 for heads of 128): half a
     head, rounded down to an even number of features (rotary positions turn pairs)."""
-    return d_head // 4 * 2
+    return validate.integer("d_head", d_head) // 4 * 2
 
 
 def cache_bytes_per_token(shape: CacheShape, bytes_per_number: int = 2) -> int:

@@ -135,6 +135,7 @@ def linear_attention_step(state, norm, query, key, value, decay=None):
 
 def retention_decays(heads: int) -> np.ndarray:
     """RetNet's decay per head (Sun et al., 2023): γ_h = 1 − 2^(−5−h), from a memory of about 32 tokens to longer."""
+    (heads,) = validate.sizes(heads=heads)
     return (1 - 2.0 ** (-5 - np.arange(heads))).astype("float32")
 
 

@@ -129,6 +129,7 @@ def linear_attention_step(state, norm, query, key, value, decay=None):
 
 def retention_decays(heads: int) -> torch.Tensor:
     """RetNet's decay per head (Sun et al., 2023): γ_h = 1 − 2^(−5−h), from a memory of about 32 tokens to longer."""
+    (heads,) = validate.sizes(heads=heads)
     return 1 - 2.0 ** (-5 - torch.arange(heads, dtype=torch.float32))
 
 

@@ -110,6 +110,8 @@ def test_decayed_linear_attention_in_parallel_and_step_by_step(framework):
                                                       decay=decay)
         np.testing.assert_allclose(to_numpy(y), want[..., t, :], rtol=1e-5, atol=1e-5)
     assert module.retention_decays(3).tolist() == [1 - 1 / 32, 1 - 1 / 64, 1 - 1 / 128]
+    with pytest.raises(ConfigError, match="heads"):
+        module.retention_decays(0)
     x = [_as(framework, a) for a in (q, k, v)]
     with pytest.raises(ConfigError, match=r"one factor per head, shape \(3,\).*got shape \(2,\)"):
         module.linear_attention(*x, decay=decay[:2])

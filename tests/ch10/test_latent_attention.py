@@ -10,7 +10,7 @@ from conftest import to_numpy
 
 from attention_course.ch10_modern_attention import keras as ch10_keras
 from attention_course.ch10_modern_attention import torch as ch10_torch
-from attention_course.ch10_modern_attention.cache import CacheShape
+from attention_course.ch10_modern_attention.cache import CacheShape, rope_half
 from attention_course.core.errors import ConfigError
 
 pytestmark = pytest.mark.chapter(10)
@@ -80,6 +80,9 @@ def test_the_decoupled_rotary_part_absorbs_and_agrees_in_both_frameworks():
             np.testing.assert_allclose(to_numpy(km(X, absorbed=absorbed, **kwargs)), out.numpy(), rtol=1e-5,
                                        atol=1e-5)
     assert CacheShape("mla", "MLA", 1, 4, 4, 4, d_latent=6, d_rope=4).numbers_per_token == 6 + 4
+    assert [rope_half(d) for d in (2, 6, 16, 128)] == [0, 2, 8, 64]
+    with pytest.raises(ConfigError, match="d_head"):
+        rope_half(0)
 
 
 @pytest.mark.parametrize("d_rope", [0, 4])
