@@ -27,6 +27,13 @@ def to_numpy(x) -> np.ndarray:
     return x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
 
 
+def _numpy_outputs(out):
+    """A model's output, or each of a tuple of them (``None`` kept), as NumPy arrays."""
+    if isinstance(out, tuple):
+        return tuple(None if o is None else to_numpy(o) for o in out)
+    return to_numpy(out)
+
+
 @dataclass(frozen=True)
 class Backend:
     """One framework's side of the seam; ``name`` is ``"pytorch"`` or ``"keras"``."""
@@ -96,9 +103,7 @@ class Backend:
         """``model(*args, **kwargs)`` in evaluation mode, the outputs as NumPy (a tuple stays a tuple)."""
         with self.inference(model):
             out = model(*[self.as_input(a, model) for a in args], **kwargs)
-        if isinstance(out, tuple):
-            return tuple(None if o is None else to_numpy(o) for o in out)
-        return to_numpy(out)
+        return _numpy_outputs(out)
 
     def runner(self, model, **kwargs):
         """``run`` as one function of the arrays, for a loop that calls the model many times (greedy decoding):
@@ -112,8 +117,7 @@ class Backend:
         call = tf.function(lambda *xs: model(*xs, training=False, **kwargs), reduce_retracing=True)
 
         def run(*args):
-            out = call(*[tf.convert_to_tensor(a) for a in args])
-            return tuple(None if o is None else to_numpy(o) for o in out) if isinstance(out, tuple) else to_numpy(out)
+            return _numpy_outputs(call(*[tf.convert_to_tensor(a) for a in args]))
 
         run.compiled = call                              # its traces: run.compiled.experimental_get_tracing_count()
         return run
