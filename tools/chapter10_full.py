@@ -7,6 +7,10 @@ numbers its key-value cache keeps per token, parameters, training time and the h
 The experiment is ``attention_course.ch10_modern_attention.experiment`` (the notebook calls the same functions).
 
     COURSE_DATA_DIR=/path/to/data .venv/bin/python tools/chapter10_full.py --size full --seeds 0,1,2    # a GPU
+    COURSE_DATA_DIR=/path/to/data .venv/bin/python tools/chapter10_full.py --size quick --seeds 0,1,2 \
+        --framework keras                      # the chapter's own runs, three seeds: minutes on a CPU
+
+The chapter reads the quick files for its three-seed table and checks that its own run of a seed equals the file's.
 
 Runs share a GPU well: one process per variant and seed, each with its own ``--out``, then ``tools/full_run.py
 merge``. Checkpoints go to build/chapter10/<size>-<framework>-<variant>-seed<seed>.ckpt after every epoch; an

@@ -9,6 +9,10 @@ training time, with the sizes and the hardware.
 The experiments are ``attention_course.ch11_more_attention.experiment`` (the notebook calls the same functions).
 
     COURSE_DATA_DIR=/path/to/data .venv/bin/python tools/chapter11_full.py --size full --seeds 0,1,2    # a GPU
+    COURSE_DATA_DIR=/path/to/data .venv/bin/python tools/chapter11_full.py --size quick --models copy,spell \
+        --seeds 0,1,2 --framework keras        # the chapter's own copying and spelling runs, three seeds: a CPU
+
+The chapter reads the quick files for its three-seed tables and checks that its own run of a seed equals the file's.
 
 Runs share a GPU well: one process per model and seed, each with its own ``--out``, then ``tools/full_run.py
 merge``.
