@@ -37,8 +37,7 @@ from tools import full_run  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = full_run.arguments(__doc__, chapter10.SIZES, [*chapter10.VARIANTS, chapter10.LATENT, chapter10.LINEAR,
-                                                      chapter10.DECAYED],
+    args = full_run.arguments(__doc__, chapter10.SIZES, list(chapter10.MODELS),
                               ROOT / "book/10-modern-attention/results", argv, parallel=True)
 
     import attention_course as ac

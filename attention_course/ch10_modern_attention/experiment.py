@@ -17,7 +17,7 @@ from attention_course.core import validate
 from attention_course.core.errors import ConfigError, ShapeError
 from attention_course.notebook import session
 
-__all__ = ["SIZES", "VARIANTS", "LATENT", "LINEAR", "DECAYED", "kv_heads", "build", "train", "start_windows",
+__all__ = ["SIZES", "VARIANTS", "LATENT", "LINEAR", "DECAYED", "MODELS", "kv_heads", "build", "train", "start_windows",
            "train_with_start", "recomputed_windows", "cache_numbers", "state_numbers"]
 
 SIZES: dict[str, dict[str, Any]] = {
@@ -30,12 +30,13 @@ VARIANTS = ("MHA", "GQA", "MQA")       # every head its own keys and values; hea
 LATENT = "MLA"                         # every head's keys and values from one cached latent of sizes["latent"]
 LINEAR = "linear"                      # MHA's heads with linear attention in place of the softmax (no cache)
 DECAYED = "decayed"                    # linear attention with each head forgetting at RetNet's rate
+MODELS = (*VARIANTS, LATENT, LINEAR, DECAYED)   # every model the comparison trains, in the order of its tables
 
 
 def kv_heads(variant: str, heads: int) -> int:
     """How many key-value heads ``variant`` gives a model of ``heads`` query heads."""
-    if variant not in (*VARIANTS, LATENT, LINEAR, DECAYED):
-        raise ConfigError(f"variant must be one of {', '.join((*VARIANTS, LATENT, LINEAR, DECAYED))}; got {variant!r}")
+    if variant not in MODELS:
+        raise ConfigError(f"variant must be one of {', '.join(MODELS)}; got {variant!r}")
     return {"MHA": heads, "GQA": max(2, heads // 4), "MQA": 1, LATENT: heads, LINEAR: heads, DECAYED: heads}[variant]
 
 
