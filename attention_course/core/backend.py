@@ -109,17 +109,23 @@ class Backend:
         """``run`` as one function of the arrays, for a loop that calls the model many times (greedy decoding):
         ``runner(model, **kwargs)(*arrays)`` is ``run(model, *arrays, **kwargs)``. In Keras the call is compiled
         (``tf.function``) and traced again only while the batch and sequence lengths it sees keep changing, so
-        each call runs one graph instead of stepping through the model's layers in Python."""
+        each call runs one graph instead of stepping through the model's layers in Python. A model keeps its
+        runners: asked again with the same ``kwargs`` (the next test set, a chart), it reuses the graphs it traced."""
         if self.is_torch:
             return lambda *args: self.run(model, *args, **kwargs)
         import tensorflow as tf
 
+        runners = model.__dict__.setdefault("_course_runners", {})    # kept out of Keras' tracking of attributes
+        key = tuple(sorted(kwargs.items()))
+        if key in runners:
+            return runners[key]
         call = tf.function(lambda *xs: model(*xs, training=False, **kwargs), reduce_retracing=True)
 
         def run(*args):
             return _numpy_outputs(call(*[tf.convert_to_tensor(a) for a in args]))
 
         run.compiled = call                              # its traces: run.compiled.experimental_get_tracing_count()
+        runners[key] = run
         return run
 
     def version(self) -> dict[str, str]:

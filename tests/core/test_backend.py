@@ -88,3 +88,27 @@ def test_a_runner_runs_as_run_does_at_every_batch_size_and_length(name):
         assert runner.compiled.experimental_get_tracing_count() <= 3
     x = rng.integers(1, 7, (5, 3))                                  # another batch size
     np.testing.assert_allclose(runner(x, x), fw.run(model, x, x), rtol=1e-5, atol=1e-6)
+
+
+def test_a_keras_model_keeps_its_runners():
+    """Decoding the next test set (or drawing a chart) asks for the model's runner again: it gets the one it traced,
+    whose graphs still read the model's current weights; other keyword arguments get a runner of their own."""
+    fw = backend("keras")
+    fw.seed(0)
+    model = ac.keras.MultiSourceTranslator(7, 7, sources=2, embed=4, hidden=6)
+    rng = np.random.default_rng(0)
+    sources, tgt_in = rng.integers(1, 7, (2, 2, 4)), rng.integers(1, 7, (2, 3))
+    runner = fw.runner(model)
+    before, traced = runner(sources, tgt_in), runner.compiled.experimental_get_tracing_count()
+    variables = [w.path for w in model.weights]
+    assert fw.runner(model) is runner
+    fw.runner(model)(sources, tgt_in)
+    assert runner.compiled.experimental_get_tracing_count() == traced                    # no new trace
+    model.set_weights([w + 0.1 for w in model.get_weights()])                            # trained further
+    np.testing.assert_allclose(fw.runner(model)(sources, tgt_in), fw.run(model, sources, tgt_in), rtol=1e-5,
+                               atol=1e-6)
+    assert not np.allclose(fw.runner(model)(sources, tgt_in), before)
+    weighted = fw.runner(model, return_weights=True)
+    assert weighted is not runner and len(weighted(sources, tgt_in)) == 2
+    assert fw.runner(model, return_weights=True) is weighted
+    assert [w.path for w in model.weights] == variables                                # nothing added to the model
