@@ -27,6 +27,7 @@ from attention_course.core.choices import POINTER_ATTENTION
 from attention_course.core.errors import ConfigError
 from attention_course.core.keras import inputs
 from attention_course.core.keras.base import Layer, Model
+from attention_course.core.keras.train import Adam
 from attention_course.core.metrics import mean_entropy
 from attention_course.core.validate import TAU_HINT
 
@@ -328,7 +329,7 @@ class PointerTrainer:
 
     def __init__(self, model: PointerModel, rng, *, lr: float, baseline: bool, entropy: float):
         self.model, self.rng, self.baseline = model, rng, baseline
-        self.optimizer = keras.optimizers.Adam(learning_rate=lr, epsilon=1e-8)     # PyTorch's Adam defaults
+        self.optimizer = Adam(learning_rate=lr, epsilon=1e-8)     # PyTorch's Adam defaults
         self.optimizer.build(model.trainable_variables)
         self.reward_avg: np.ndarray = np.zeros(model.steps, np.float32)
         self.seconds, self.last_loss = 0.0, float("nan")

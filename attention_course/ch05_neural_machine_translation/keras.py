@@ -21,6 +21,7 @@ from attention_course.core import train as training
 from attention_course.core.choices import TRANSLATION_ATTENTION
 from attention_course.core.keras import inputs
 from attention_course.core.keras.base import BuildOnCall, Layer, Model
+from attention_course.core.keras.train import Adam
 from attention_course.core.text import PAD
 
 __all__ = ["OneStepAttention", "SlidesTranslator", "Encoder", "PlainDecoder", "BahdanauDecoder", "LuongDecoder",
@@ -318,7 +319,7 @@ class AttentionTermsTrainer:
         for m, d in zip(pair, [data, reverse_data], strict=False):       # build the weights before tracing
             m(d.src[:2], d.src_mask[:2], d.tgt_in[:2])
         params = [v for m in pair for v in m.trainable_variables]
-        optimizer = keras.optimizers.Adam(learning_rate=lr, global_clipnorm=clip_norm)
+        optimizer = Adam(learning_rate=lr, global_clipnorm=clip_norm)
         optimizer.build(params)
 
         def cross_entropy(y, logits):                                   # mean over the real target tokens

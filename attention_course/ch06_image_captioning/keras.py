@@ -28,7 +28,7 @@ from attention_course.core.choices import CAPTION_ATTENTION
 from attention_course.core.errors import ConfigError, ShapeError
 from attention_course.core.keras import inputs
 from attention_course.core.keras.base import BuildOnCall, Layer, Model
-from attention_course.core.keras.train import any_batch
+from attention_course.core.keras.train import Adam, any_batch
 from attention_course.core.text import PAD
 from attention_course.core.train import History
 
@@ -231,7 +231,7 @@ class CaptionerTrainer:
                  doubly_stochastic: float, entropy: float, expect_share: float):
         self.model, self.rng, self.locations, self.expect_share = model, rng, locations, expect_share
         self.baseline = 0.0
-        self.optimizer = keras.optimizers.Adam(learning_rate=lr, epsilon=1e-8, global_clipnorm=clip_norm)
+        self.optimizer = Adam(learning_rate=lr, epsilon=1e-8, global_clipnorm=clip_norm)
         self.optimizer.build(model.trainable_variables)
         self.train_step = self.compile(model, self.optimizer, doubly_stochastic, entropy)
 
@@ -424,7 +424,7 @@ class GlimpseTrainer:
     compiled step of Adam on the cross-entropy of the class scores, the gradients clipped to ``clip_norm``."""
 
     def __init__(self, model: GlimpseClassifier, *, lr: float, clip_norm: float):
-        optimizer = keras.optimizers.Adam(learning_rate=lr, epsilon=1e-8, global_clipnorm=clip_norm)
+        optimizer = Adam(learning_rate=lr, epsilon=1e-8, global_clipnorm=clip_norm)
         optimizer.build(model.trainable_variables)
 
         @tf.function(reduce_retracing=True)
