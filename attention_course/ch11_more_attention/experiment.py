@@ -211,8 +211,8 @@ def marker_reading(fw: ModuleType, sizes: dict[str, Any], seeds=(0,)):
 #: BBC News as documents of at most ``sentences`` sentences of at most ``words`` words (the rest cut off), a
 #: vocabulary of the ``vocab`` − 2 most frequent training words (0 padding, 1 any other word), and the models' sizes.
 NEWS_SIZES: dict[str, dict[str, Any]] = {
-    "quick": {"sentences": 10, "words": 20, "vocab": 5000, "embed": 32, "hidden": 16, "epochs": 3, "batch_size": 32,
-              "lr": 5e-3},
+    "quick": {"sentences": 10, "words": 20, "vocab": 5000, "embed": 32, "hidden": 16, "epochs": 3, "batch_size": 64,
+              "lr": 7e-3},
     "full": {"sentences": 30, "words": 40, "vocab": 20_000, "embed": 100, "hidden": 50, "epochs": 10,
              "batch_size": 32, "lr": 1e-3},
 }
@@ -384,7 +384,7 @@ def multi_source(fw: ModuleType, sizes: dict[str, Any], seed: int = 0, *, models
 #: in training.
 COPY_SIZES: dict[str, dict[str, Any]] = {
     "quick": {"n_train": 4000, "n_test": 500, "length": 8, "words": 40, "names": 400, "known": 50, "unseen": 100,
-              "name_share": 0.25, "embed": 32, "hidden": 48, "epochs": 6, "batch_size": 64, "lr": 5e-3},
+              "name_share": 0.25, "embed": 32, "hidden": 48, "epochs": 6, "batch_size": 128, "lr": 8e-3},
     "full": {"n_train": 50_000, "n_test": 2000, "length": 16, "words": 200, "names": 4000, "known": 200,
              "unseen": 1000, "name_share": 0.25, "embed": 64, "hidden": 128, "epochs": 8, "batch_size": 128,
              "lr": 2e-3},
@@ -487,7 +487,7 @@ def copying(fw: ModuleType, sizes: dict[str, Any], seed: int = 0, *, models=tupl
 #: Spelling to sound: words of 3–10 letters from the CMU Pronouncing Dictionary with their first pronunciation
 #: (``data.cmu_pronouncing``), shuffled with the seed into ``n_train`` training and ``n_test`` test words.
 SPELL_SIZES: dict[str, dict[str, Any]] = {
-    "quick": {"n_train": 4000, "n_test": 500, "embed": 32, "hidden": 64, "epochs": 8, "batch_size": 64, "lr": 5e-3},
+    "quick": {"n_train": 4000, "n_test": 500, "embed": 32, "hidden": 64, "epochs": 8, "batch_size": 128, "lr": 8e-3},
     "full": {"n_train": 80_000, "n_test": 5000, "embed": 128, "hidden": 256, "epochs": 15, "batch_size": 128,
              "lr": 2e-3},
 }

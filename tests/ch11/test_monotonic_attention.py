@@ -114,7 +114,7 @@ def test_bad_input_is_a_clear_error(fw):
 
 
 def test_both_attentions_learn_to_spell_and_the_monotonic_one_reads_as_it_writes():
-    sizes = {**c11.SPELL_SIZES["quick"], "n_train": 1500, "n_test": 100, "epochs": 4}
+    sizes = {**c11.SPELL_SIZES["quick"], "n_train": 1500, "n_test": 100, "epochs": 4, "batch_size": 64, "lr": 5e-3}
     table, _, _ = c11.spelling_to_sound(ac.torch, sizes, seed=0)
     row = table.set_index("model")
     assert (row["PER"] < 0.6).all(), table                                # far below a guess

@@ -105,7 +105,8 @@ def test_bad_input_is_a_clear_error(fw):
 
 
 def test_the_gate_copies_names_never_seen_and_the_plain_translator_cannot():
-    sizes = {**c11.COPY_SIZES["quick"], "n_train": 2000, "n_test": 100, "length": 6, "epochs": 4}
+    sizes = {**c11.COPY_SIZES["quick"], "n_train": 2000, "n_test": 100, "length": 6, "epochs": 4, "batch_size": 64,
+             "lr": 5e-3}
     table, _, _ = c11.copying(ac.torch, sizes, seed=0)
     row = table.set_index("model")
     assert row.loc["pointer-generator", "names right"] > 0.8, table
