@@ -205,9 +205,10 @@ def seconds_so_far(checkpoint: Path, started: float) -> float:
 
 
 def merge(files: list[Path]) -> dict[str, Any]:
-    """One results dict from several files of the same size and framework: the runs of all, in order, and the
+    """One results dict from several files of the same size and framework: the runs of all, in order, the
     commands that made them, without their ``--out`` folders (and their hardware and dates, " ; "-joined where they
-    differ). Files of another size or framework are refused."""
+    differ), and the sizes of every experiment any file names (the first file's where two name the same one).
+    Files of another size or framework are refused."""
     if not files:
         raise SystemExit("merge: no results files given")
     parts = [json.loads(Path(f).read_text()) for f in files]
@@ -219,6 +220,11 @@ def merge(files: list[Path]) -> dict[str, Any]:
     # where each part was written (--out) is the machine's own folder, not how to make the results again
     commands = (re.sub(r" --out \S+", "", p["command"]) for p in parts)
     merged = {**first, "command": " ; ".join(commands), "runs": []}
+    if isinstance(first.get("sizes"), dict):              # a file made before an experiment was added lacks its sizes
+        merged["sizes"] = dict(first["sizes"])
+        for part in parts[1:]:
+            for key, value in part.get("sizes", {}).items():
+                merged["sizes"].setdefault(key, value)
     for key in ("hardware", "date"):                     # runs made on other machines or days say so
         values = list(dict.fromkeys(str(p[key]) for p in parts if key in p))
         if len(values) > 1:

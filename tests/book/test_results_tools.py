@@ -84,6 +84,14 @@ def test_committed_results_name_no_machine_folder():
         assert not re.search(r"/tmp/|/home/|/work/|/content/", command), (path.name, command)
 
 
+def test_merge_keeps_the_sizes_of_every_experiment(tmp_path):
+    a = _results(tmp_path / "a.json", "full", ["pointer"])
+    b = _results(tmp_path / "b.json", "full", ["copy"])
+    a.write_text(json.dumps({**json.loads(a.read_text()), "sizes": {"sorting": {"epochs": 10}}}))
+    b.write_text(json.dumps({**json.loads(b.read_text()), "sizes": {"sorting": {"epochs": 3}, "copy": {"epochs": 8}}}))
+    assert full_run.merge([a, b])["sizes"] == {"sorting": {"epochs": 10}, "copy": {"epochs": 8}}
+
+
 def test_merge_refuses_files_of_another_size(tmp_path):
     a = _results(tmp_path / "a.json", "full", ["Bahdanau"])
     b = _results(tmp_path / "b.json", "cpu", ["Luong"])
