@@ -51,8 +51,8 @@ def test_fit_traces_its_step_once_with_a_short_last_batch(monkeypatch):
 def test_a_trained_keras_model_leaves_no_traced_step_behind():
     """Keras' Adam sums the gradients over the replicas even on one device, and in a compiled step that sum
     registers a gradient function for the rest of the session that keeps the traced step (forward, backward, every
-    recurrent loop) alive: about 50 MB per trained model. The course's Adam skips the sum
-    on one device: once a model is trained, nothing of its training step is left."""
+    recurrent loop) alive: about 50 MB per trained model. The course's Adam skips the sum on one device: once a
+    model is trained, nothing of its training step is left."""
     import gc
 
     from tensorflow.python.framework.func_graph import FuncGraph
