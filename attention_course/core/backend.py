@@ -108,9 +108,10 @@ class Backend:
     def runner(self, model, **kwargs):
         """``run`` as one function of the arrays, for a loop that calls the model many times (greedy decoding):
         ``runner(model, **kwargs)(*arrays)`` is ``run(model, *arrays, **kwargs)``. In Keras the call is compiled
-        (``tf.function``) and traced again only while the batch and sequence lengths it sees keep changing, so
-        each call runs one graph instead of stepping through the model's layers in Python. A model keeps its
-        runners: asked again with the same ``kwargs`` (the next test set, a chart), it reuses the graphs it traced."""
+        (``tf.function``) and traced once for any batch size and sequence length (``_any_length``), so each call
+        runs one graph instead of stepping through the model's layers in Python; a model that needs those lengths
+        fixed is traced again only while they keep changing. A model keeps its runners: asked again with the same
+        ``kwargs`` (the next test set, a chart), it reuses the graphs it traced."""
         if self.is_torch:
             return lambda *args: self.run(model, *args, **kwargs)
         import tensorflow as tf
@@ -122,7 +123,11 @@ class Backend:
         call = tf.function(lambda *xs: model(*xs, training=False, **kwargs), reduce_retracing=True)
 
         def run(*args):
-            return _numpy_outputs(call(*[tf.convert_to_tensor(a) for a in args]))
+            tensors = [tf.convert_to_tensor(a) for a in args]
+            if not call.experimental_get_tracing_count():
+                with contextlib.suppress(Exception):   # a model that needs fixed lengths: traced as it is called
+                    call.get_concrete_function(*[_any_length(tf, t) for t in tensors])
+            return _numpy_outputs(call(*tensors))
 
         run.compiled = call                              # its traces: run.compiled.experimental_get_tracing_count()
         runners[key] = run
@@ -150,6 +155,19 @@ class Backend:
 
             tf.config.threading.set_intra_op_parallelism_threads(n)
             tf.config.threading.set_inter_op_parallelism_threads(n)
+
+
+def _any_length(tf, tensor):
+    """A ``tf.TensorSpec`` of ``tensor`` with its batch axis and its sequence axis unknown: the last axis of ids and
+    masks (B, …, T), the one before the features of floating-point inputs (B, T, F)."""
+    shape = list(tensor.shape)
+    if shape:
+        shape[0] = None
+    if len(shape) >= 2 and not tensor.dtype.is_floating:
+        shape[-1] = None
+    elif len(shape) >= 3:
+        shape[-2] = None
+    return tf.TensorSpec(shape, tensor.dtype)
 
 
 def backend(x) -> Backend:
