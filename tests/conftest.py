@@ -41,6 +41,7 @@ try:  # the same choice as ac.setup(): one CPU thread for the small models of th
     torch.set_num_threads(int(os.environ.get("COURSE_TORCH_THREADS", "1")))
 except ImportError:  # pragma: no cover
     pass
+os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")   # and one for TensorFlow (read when it first runs)
 
 
 def _chapters_of(item) -> set[int]:

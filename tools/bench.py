@@ -68,6 +68,8 @@ def _peak_child(framework: str, kind: str, length: int, batch: int) -> None:
     session.seed_everything(0)
     if framework == "pytorch" and ac.torch.device().type == "cpu":
         session.cpu_threads()                                   # as ac.setup does
+    elif framework == "keras" and ac.keras.device() == "/CPU:0":
+        session.tensorflow_threads()                            # likewise
     cost = ac.bench.torch_cost if framework == "pytorch" else ac.bench.keras_cost
     run = cost.attention_pass(kind, 16, batch=batch)                  # load the kernels at a tiny size first
     run()
@@ -190,6 +192,8 @@ def main() -> int:
             import tensorflow as tf
 
             versions.update(keras=keras.__version__, tensorflow=tf.__version__)
+            if not tf.config.list_physical_devices("GPU"):
+                info["tensorflow_threads"] = session.tensorflow_threads()   # as ac.setup does
             cost = ac.bench.keras_cost
         else:
             import torch

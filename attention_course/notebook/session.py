@@ -80,6 +80,25 @@ def cpu_threads() -> int:
     return torch.get_num_threads()
 
 
+def tensorflow_threads() -> int:
+    """Run TensorFlow's operations on ``TF_NUM_INTRAOP_THREADS`` CPU threads (TensorFlow's own variable; 1 unless
+    set) and return the number, as ``cpu_threads`` does for PyTorch. The course's Keras models are small: one thread
+    is as fast alone, and faster when another kernel holds a core (two Keras runs side by side on a 2-core machine:
+    about a tenth less time each). TensorFlow's default is a thread per core the process sees, which in a container
+    with a CPU quota, as on Binder, can be many more than it may use. Once TensorFlow has run an operation its
+    threads are fixed: then this changes nothing and returns what TensorFlow was given (0: its own choice)."""
+    import tensorflow as tf
+
+    from attention_course.core.errors import EnvError
+
+    threads = EnvError.positive("TF_NUM_INTRAOP_THREADS", 1, int, "CPU threads for each TensorFlow operation")
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+    except RuntimeError:                          # TensorFlow has run an operation: its threads are fixed
+        pass
+    return tf.config.threading.get_intra_op_parallelism_threads()   # 0: TensorFlow's own choice
+
+
 def setup(seed: int = 0, *, profile: str | None = None, frameworks: str | None = None, banner: bool = True,
           scale: str | None = None) -> Session:
     """Prepare a notebook: quiet logs, choose profile and frameworks, seed every RNG, register the
@@ -118,9 +137,12 @@ def setup(seed: int = 0, *, profile: str | None = None, frameworks: str | None =
         keras = import_keras()
         import tensorflow as tf
 
-        parts.append(f"keras {keras.__version__} (tensorflow {tf.__version__})")
+        threads = ""
         if tf.config.list_physical_devices("GPU"):
             device = "gpu"
+        else:
+            threads = f", {tensorflow_threads() or 'default'} CPU thread(s)"
+        parts.append(f"keras {keras.__version__} (tensorflow {tf.__version__}{threads})")
     if "pytorch" in fws:
         import torch
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import os
+import sys
 import threading
 import time
 import zipfile
@@ -639,6 +640,38 @@ def test_bad_torch_threads(monkeypatch):
         profile.use(None)
         frameworks.use(None)
     assert torch.get_num_threads() == threads
+
+
+SETUP_THREADS = """
+import tensorflow as tf
+from attention_course import setup
+setup(frameworks="keras", banner=False)
+print(tf.config.threading.get_intra_op_parallelism_threads())
+"""
+
+
+@pytest.mark.parametrize("value, threads", [(None, 1), ("2", 2)])
+def test_setup_gives_tensorflow_one_thread_unless_told(value, threads):
+    """A kernel's TensorFlow runs each operation on one CPU thread (``TF_NUM_INTRAOP_THREADS`` changes it); in a fresh
+    interpreter, as a kernel starts, since TensorFlow fixes its threads when it first runs."""
+    import subprocess
+
+    tf = pytest.importorskip("tensorflow")
+    if tf.config.list_physical_devices("GPU"):
+        pytest.skip("the threads are set only on a CPU-only machine")
+    env = {k: v for k, v in os.environ.items() if k != "TF_NUM_INTRAOP_THREADS"}
+    env.update({} if value is None else {"TF_NUM_INTRAOP_THREADS": value})
+    out = subprocess.run([sys.executable, "-c", SETUP_THREADS], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.split()[-1] == str(threads)
+
+
+def test_bad_tensorflow_threads(monkeypatch):
+    pytest.importorskip("tensorflow")
+    from attention_course.notebook import session
+
+    monkeypatch.setenv("TF_NUM_INTRAOP_THREADS", "two")
+    with pytest.raises(ConfigError, match=r"TF_NUM_INTRAOP_THREADS must be a positive integer.*'two'"):
+        session.tensorflow_threads()
 
 
 def test_bad_sizes_and_encoding_are_refused_before_loading(monkeypatch):
