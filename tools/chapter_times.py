@@ -27,21 +27,26 @@ def _minutes(seconds: float) -> int:
     return max(1, round(seconds / 60))
 
 
-def _number(row: dict) -> int:
-    return int(row["chapter"].split(".")[0])                           # "3. Timestep vs …" → 3
+def _page(row: dict) -> str:
+    return row["chapter"].split(" ")[0].rstrip(".")      # "3. Timestep vs …" → "3", "11.2 Where to look" → "11.2"
 
 
-def chapter_times() -> dict[int, dict]:
-    """Chapter number → reading_min, quick_min (per framework, 2-core CPU), binder_min and binder_peak_mb (PyTorch
-    and Keras, one CPU), full_min, full and t4 (sentences)."""
+def page_key(notebook: dict) -> str:
+    """A notebook's page: its chapter's number, with ``.2`` for the chapter's second page (``course.part``)."""
+    course = notebook["metadata"]["course"]
+    return f"{course['chapter']}.{course['part']}" if course.get("part", 1) != 1 else str(course["chapter"])
+
+
+def chapter_times() -> dict[str, dict]:
+    """Page ("3", "11.2") → reading_min, quick_min (per framework, 2-core CPU), binder_min and binder_peak_mb
+    (PyTorch and Keras, one CPU), full_min, full and t4 (sentences)."""
     m = json.loads(SOURCE.read_text(encoding="utf-8"))
-    quick = {_number(r): r for r in m["quick_profile"]["rows"]}
-    one_cpu = {_number(r): r for r in m["one_cpu"]["rows"]}
+    quick = {_page(r): r for r in m["quick_profile"]["rows"]}
+    one_cpu = {_page(r): r for r in m["one_cpu"]["rows"]}
     times = {}
-    for key, text in m["chapter_times"]["chapters"].items():
-        n = int(key)
+    for n, text in m["chapter_times"]["chapters"].items():
         if n not in quick or n not in one_cpu:
-            raise ValueError(f"{SOURCE.name}: chapter {n} has no quick_profile or one_cpu row")
+            raise ValueError(f"{SOURCE.name}: page {n} has no quick_profile or one_cpu row")
         times[n] = {**text, "quick_min": _minutes(quick[n]["time_s"] / 2),
                     "binder_min": {fw: _minutes(one_cpu[n][f"{fw}_s"]) for fw in ("pytorch", "keras")},
                     "binder_peak_mb": {fw: one_cpu[n][f"{fw}_peak_mb"] for fw in ("pytorch", "keras")}}
@@ -56,13 +61,13 @@ def paragraph(t: dict) -> str:
             f"free Colab GPU (T4): {t['t4']}. The measurements appendix has every number.")
 
 
-def _notebook_texts(times: dict[int, dict]) -> dict[Path, str]:
+def _notebook_texts(times: dict[str, dict]) -> dict[Path, str]:
     out = {}
     for path in sorted(ROOT.glob("book/[0-9][0-9]-*/*.ipynb")):
-        n = int(path.parent.name[:2])
-        if n not in times:
-            raise ValueError(f"{SOURCE.name}: no chapter_times entry for chapter {n} ({path.parent.name})")
         nb = json.loads(path.read_text(encoding="utf-8"))
+        n = page_key(nb)
+        if n not in times:
+            raise ValueError(f"{SOURCE.name}: no chapter_times entry for page {n} ({path.relative_to(ROOT)})")
         t = times[n]
         box = next((c for c in nb["cells"] if c["cell_type"] == "markdown" and "**Time** " in "".join(c["source"])),
                    None)
@@ -90,16 +95,16 @@ def _wrap(text: str, width: int = 116) -> str:
     return "\n".join(lines + [line])
 
 
-def _table_texts(times: dict[int, dict]) -> dict[Path, str]:
+def _table_texts(times: dict[str, dict]) -> dict[Path, str]:
     out = {}
     for path, pattern, cell in (
-            (INTRO, r"^(\| (\d+) \| \{doc\}.*\| )[^|]*( \|)$",
+            (INTRO, r"^(\| (\d+(?:\.\d+)?) \| \{doc\}.*\| )[^|]*( \|)$",
              lambda t: f"{t['reading_min']} min · {t['quick_min']} min · {t['binder_min']['pytorch']} min · "
                        f"{t['full_min']} min"),
-            (README, r"^(\| (\d+) \| [^{].*\| )[^|]*( \|)$",
+            (README, r"^(\| (\d+(?:\.\d+)?) \| [^{].*\| )[^|]*( \|)$",
              lambda t: f"{t['reading_min']} min · {t['quick_min']} min · {t['binder_min']['pytorch']} min")):
         text = path.read_text(encoding="utf-8")
-        out[path] = re.sub(pattern, lambda m, cell=cell: m.group(1) + cell(times[int(m.group(2))]) + m.group(3), text,
+        out[path] = re.sub(pattern, lambda m, cell=cell: m.group(1) + cell(times[m.group(2)]) + m.group(3), text,
                            flags=re.M)
     return out
 

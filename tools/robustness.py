@@ -40,15 +40,16 @@ def main() -> int:
             "|---|---|---|---|---|---|"]
     failures = []
     for path in notebooks:
+        page = path.parent.name if path.stem == path.parent.name[3:] else f"{path.parent.name}/{path.stem}"
         for seed in [int(s) for s in args.seeds.split(",")]:
             os.environ["COURSE_SEED"] = str(seed)
             result = run(path)
             verdict = "pass" if result["ok"] else "FAIL"
-            rows.append(f"| {path.parent.name} | {seed} | {verdict} | {result['seconds']:.0f} | "
+            rows.append(f"| {page} | {seed} | {verdict} | {result['seconds']:.0f} | "
                         f"{result['peak_rss_mb']} | {(result['error'] or '').replace('|', '/')} |")
             print(rows[-1], flush=True)
             if not result["ok"]:
-                failures.append(f"{path.parent.name}, seed {seed}: {result['error']}")
+                failures.append(f"{page}, seed {seed}: {result['error']}")
     table = "\n".join(rows)
     summary = "\n".join(failures) or "every claim held for every seed"
     out = ROOT / "_build" / "robustness.md"

@@ -1,4 +1,5 @@
-"""Chapter 11, more ways to attend: ``torch.py``/``keras.py`` (the pointer network, whose attention over the input
-positions is its output, and the same encoder-decoder with a fixed output vocabulary), ``reference.py`` (the
-chapter's computations in plain NumPy), ``experiment.py`` (the sorting task, training, greedy pointing and its
-scores)."""
+"""Chapter 11, more ways to attend, on two pages (``more-attention``: pointer networks and the pointer-generator;
+``where-to-look``: convolutional, hierarchical, monotonic and multi-source attention): ``torch.py``/``keras.py``
+(every layer and model, same names in both), ``reference.py`` (the chapter's computations in plain NumPy),
+``experiment.py`` (the tasks, training, decoding and scores), ``committed.py`` (the committed runs both pages
+read), ``exercises.py`` (the checkers) and ``validate.py`` (the argument checks)."""
