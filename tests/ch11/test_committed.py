@@ -11,14 +11,14 @@ pytestmark = pytest.mark.chapter(11)
 
 def results(sizes, *runs):
     return {"sizes": {"spell": sizes}, "runs": [
-        {"model": model, "seed": seed, "seconds": 1.0,
+        {"model": model, "seed": seed,
          "rows": [{"model": name, "seed": seed, "PER": per} for name, per in rows]} for model, seed, rows in runs]}
 
 
 QUICK = {"n_train": 4000}
-PYTORCH = results(QUICK, ("spell", 0, [("soft", 0.20), ("monotonic", 0.30)]),
-                  ("spell", 1, [("soft", 0.22), ("monotonic", 0.34)]), ("copy", 0, [("pg", 0.9)]))
-KERAS = results({"n_train": 80_000}, ("spell", 0, [("soft", 0.25), ("monotonic", 0.31)]))
+PYTORCH = results(QUICK, ("spell", 0, [("soft attention", 0.20), ("monotonic attention", 0.30)]),
+                  ("spell", 1, [("soft attention", 0.22), ("monotonic attention", 0.34)]), ("copy", 0, [("pg", 0.9)]))
+KERAS = results({"n_train": 80_000}, ("spell", 0, [("soft attention", 0.25), ("monotonic attention", 0.31)]))
 
 
 def test_rows_are_every_seed_of_the_models_asked_for():
@@ -33,7 +33,7 @@ def test_seeded_names_each_row_s_framework():
 
 
 def test_gaps_compare_a_run_with_the_committed_run_of_its_seed_and_sizes():
-    run = pd.DataFrame({"model": ["soft", "monotonic"], "PER": [0.21, 0.26]})
+    run = pd.DataFrame({"model": ["soft attention", "monotonic attention"], "PER": [0.21, 0.26]})
     gaps = committed.gaps({"pytorch": PYTORCH, "keras": KERAS}, "spell", {"pytorch": run, "keras": run}, QUICK,
                           ["PER"], seed=0)
     assert gaps.keys() == {"pytorch"}                                   # Keras' committed runs are another size
@@ -43,8 +43,8 @@ def test_gaps_compare_a_run_with_the_committed_run_of_its_seed_and_sizes():
 
 def test_mean_and_spread_per_framework_and_model():
     table = committed.mean_and_spread(committed.seeded({"pytorch": PYTORCH}, "spell"), ["PER"])
-    assert table.loc[("pytorch", "soft"), "PER"] == "0.210 ± 0.014"
-    assert table.loc[("pytorch", "monotonic"), "PER"] == "0.320 ± 0.028"
+    assert table.loc[("pytorch", "soft attention"), "PER"] == "0.210 ± 0.014"
+    assert table.loc[("pytorch", "monotonic attention"), "PER"] == "0.320 ± 0.028"
 
 
 def test_bad_results_say_what_they_hold():
