@@ -9,6 +9,11 @@ attention: e_j = vᵀ tanh(Σ_o kernel[o]ᵀ k_{j + o − width // 2} + bias + W
 key j (zeros beyond the ends), for query (B, d_q), keys (B, N, d_k), kernel (width, d_k, u), bias (u,), W_q (d_q, u),
 v (u,).
 
+``hierarchical_pooling``: ``fn(states, mask, W_w, b_w, c_w, W_s, b_s, c_s)`` returns a hierarchical attention
+network's document vector (B, H): attention pooling u = tanh(Wᵀ h + b), a = softmax(u · c) over each sentence's real
+words (W_w, b_w, c_w) gives the sentence vectors, and the same pooling over the sentences that hold a real word
+(W_s, b_s, c_s) gives the document, for word states (B, S, T, H) and mask (B, S, T).
+
 ``multi_source_attention``: ``fn(query, keys, mask, W_c, b_c)`` returns multi-source attention's output h̃ (B, T, d):
 for each source k its own softmax over its own S positions of the dot scores q_t · k^k_j (−inf where ``mask`` is
 False), c^k_t the weighted sum of its keys, then h̃_t = tanh([q_t; c¹_t; …; cᴷ_t] W_c + b_c), for query (B, T, d),
@@ -30,13 +35,19 @@ from collections.abc import Callable
 import numpy as np
 
 from attention_course.ch01_sequence_models.exercises import _pass
+from attention_course.ch11_more_attention.reference import (
+    context_attention,
+    multi_source,
+    pointer_generator,
+    pointer_log_probs,
+)
 from attention_course.ch11_more_attention.reference import convolutional_scores as _scores
+from attention_course.ch11_more_attention.reference import hierarchical_pooling as document_vector
 from attention_course.ch11_more_attention.reference import monotonic_alignment as expected_alignment
-from attention_course.ch11_more_attention.reference import multi_source, pointer_generator, pointer_log_probs
 from attention_course.core.grading import ExerciseError, call, start
 
-__all__ = ["pointer_distribution", "convolutional_scores", "multi_source_attention", "copy_distribution",
-           "monotonic_alignment"]
+__all__ = ["pointer_distribution", "convolutional_scores", "hierarchical_pooling", "multi_source_attention",
+           "copy_distribution", "monotonic_alignment"]
 
 
 def pointer_distribution(fn: Callable, *, trials: int = 20, seed: int | None = None) -> None:
@@ -92,6 +103,39 @@ def convolutional_scores(fn: Callable, *, trials: int = 20, seed: int | None = N
         raise ExerciseError(f"for keys {args['keys'].shape} and a window of {width}: expected "
                             f"{np.round(want[0], 3)} for the first example, got {np.round(got[0], 3)}")
     _pass("convolutional attention scores", trials)
+
+
+def hierarchical_pooling(fn: Callable, *, trials: int = 20, seed: int | None = None) -> None:
+    """Check ``fn(states, mask, W_w, b_w, c_w, W_s, b_s, c_s) -> document (B, H)``, two levels of attention pooling."""
+    rng = start(fn, trials, seed)
+    for trial in range(trials):
+        b, s, t, h, u = (int(rng.integers(low, high)) for low, high in ((1, 4), (2, 5), (2, 6), (1, 5), (1, 5)))
+        mask = np.arange(t)[None, None] < rng.integers(1, t + 1, size=(b, s, 1))           # (B, S, T), words first
+        if trial == 0:
+            mask[0, -1] = False                                                             # an empty sentence
+        args = {"states": rng.normal(size=(b, s, t, h)), "mask": mask,
+                **{f"{name}_{level}": rng.normal(size=shape) for level in "ws"
+                   for name, shape in (("W", (h, u)), ("b", (u,)), ("c", (u,)))}}
+        want = document_vector(*args.values())[0]
+        got = np.asarray(call(fn, args), float)
+        if got.shape != want.shape:
+            raise ExerciseError(f"for word states {args['states'].shape} return one vector per document, shape "
+                                f"{want.shape} (B, H); got {got.shape}")
+        if np.allclose(got, want, atol=1e-6):
+            continue
+        words = args["states"].reshape(b, s * t, h)
+        flat = context_attention(words, mask.reshape(b, s * t), args["W_w"], args["b_w"], args["c_w"])[0]
+        if np.allclose(got, flat, atol=1e-6):
+            raise ExerciseError("that is one softmax over every word of the document: pool each sentence's words "
+                                "into a sentence vector first, then pool the sentences")
+        every = document_vector(args["states"], mask | ~mask.any(-1, keepdims=True), *list(args.values())[2:])[0]
+        if not mask.any(-1).all() and np.allclose(got, every, atol=1e-6):
+            raise ExerciseError("a sentence with no real word has no vector to weigh: leave it out of the "
+                                "sentences' softmax (its weight must be 0)")
+        raise ExerciseError(f"u = tanh(Wᵀ h + b), a = softmax(u · c) over the real words of each sentence, then "
+                            f"over the sentences; for the first document expected {np.round(want[0], 3)}, got "
+                            f"{np.round(got[0], 3)}")
+    _pass("hierarchical pooling", trials)
 
 
 def _one_softmax_over_all(query, keys, mask, W_c, b_c) -> np.ndarray:

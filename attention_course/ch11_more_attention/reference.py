@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["pointer_log_probs", "convolutional_scores", "multi_source", "pointer_generator",
-           "monotonic_alignment", "hard_monotonic"]
+__all__ = ["pointer_log_probs", "convolutional_scores", "context_attention", "hierarchical_pooling", "multi_source",
+           "pointer_generator", "monotonic_alignment", "hard_monotonic"]
 
 
 def pointer_log_probs(encoded, decoded, W_1, W_2, v, mask=None) -> np.ndarray:
@@ -38,6 +38,34 @@ def convolutional_scores(query, keys, kernel, bias, W_q, v, mask=None) -> np.nda
     features = sum(padded[:, o:o + keys.shape[1]] @ kernel[o] for o in range(width)) + bias        # (B, N, u)
     scores = np.tanh(features + (query @ W_q)[:, None]) @ v
     return scores if mask is None else np.where(np.asarray(mask, bool), scores, -np.inf)
+
+
+def context_attention(states, mask, W, b, c) -> tuple[np.ndarray, np.ndarray]:
+    """Yang et al.'s attention pooling (2016): u_t = tanh(Wᵀ h_t + b), weights a = softmax over the real steps of
+    u_t · c (c the learned context vector), pooled = Σ_t a_t h_t.
+
+    states (B, T, H), mask (B, T) True at real steps, W (H, u), b (u,), c (u,) → pooled (B, H), weights (B, T);
+    a hidden step gets weight 0, and a row with no real step pools to zeros."""
+    states, mask = np.asarray(states, float), np.asarray(mask, bool)
+    scores = np.where(mask, np.tanh(states @ W + b) @ c, -np.inf)                         # (B, T)
+    top = np.where(mask.any(-1, keepdims=True), scores.max(-1, keepdims=True), 0.0)
+    e = np.where(mask, np.exp(scores - top), 0.0)
+    total = e.sum(-1, keepdims=True)
+    weights = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+    return np.einsum("bt,bth->bh", weights, states), weights
+
+
+def hierarchical_pooling(states, mask, W_w, b_w, c_w, W_s, b_s, c_s) -> tuple[np.ndarray, np.ndarray]:
+    """The two levels of a hierarchical attention network (Yang et al., 2016), without the sentence encoder between
+    them: ``context_attention`` pools each sentence's words into a sentence vector (W_w, b_w, c_w), then the
+    document's sentences into one vector (W_s, b_s, c_s); a sentence with no real word takes no part.
+
+    states (B, S, T, H) the words' states, sentence by sentence, mask (B, S, T) → document (B, H) and the sentences'
+    weights (B, S)."""
+    states, mask = np.asarray(states, float), np.asarray(mask, bool)
+    b, s, t, h = states.shape
+    sentences, _ = context_attention(states.reshape(b * s, t, h), mask.reshape(b * s, t), W_w, b_w, c_w)
+    return context_attention(sentences.reshape(b, s, h), mask.any(-1), W_s, b_s, c_s)
 
 
 def multi_source(query, keys, mask, W_c, b_c, additive=None) -> tuple[np.ndarray, np.ndarray]:

@@ -118,3 +118,26 @@ def test_monotonic_alignment_passes_the_reference_and_names_mistakes(capsys):
                            (no_stop, "α_ij = p_ij q_ij")):
         with pytest.raises(ExerciseError, match=message):
             exercises.monotonic_alignment(wrong, seed=0)
+
+
+def test_hierarchical_pooling_passes_the_reference_and_names_mistakes(capsys):
+    exercises.hierarchical_pooling(lambda *args: reference.hierarchical_pooling(*args)[0])
+    assert "✓ hierarchical pooling" in capsys.readouterr().out
+
+    def flat(states, mask, W_w, b_w, c_w, W_s, b_s, c_s):          # one softmax over the document's words
+        b, s, t, h = states.shape
+        return reference.context_attention(states.reshape(b, s * t, h), mask.reshape(b, s * t), W_w, b_w, c_w)[0]
+
+    def empty_weighed(states, mask, *weights):                     # an empty sentence's zero vector gets a weight
+        return reference.hierarchical_pooling(states, mask | ~mask.any(-1, keepdims=True), *weights)[0]
+
+    def one_level(states, mask, W_w, b_w, c_w, W_s, b_s, c_s):    # the sentences averaged, not weighed
+        b, s, t, h = states.shape
+        sentences = reference.context_attention(states.reshape(b * s, t, h), mask.reshape(b * s, t), W_w, b_w,
+                                                c_w)[0]
+        return sentences.reshape(b, s, h).mean(1)
+
+    for wrong, message in ((flat, "one softmax over every word"), (empty_weighed, "no vector to weigh"),
+                           (one_level, "then over the sentences")):
+        with pytest.raises(ExerciseError, match=message):
+            exercises.hierarchical_pooling(wrong, seed=0)

@@ -108,3 +108,22 @@ def test_bbc_news_as_documents(monkeypatch):
     assert (train.flat != 0).sum() == (train.ids != 0).sum()       # the same words, in one right-padded row
     counted = {w for doc in train.words for s in doc for w in s}
     assert set(vocabulary[2:]) <= counted                         # the vocabulary comes from the training split
+
+
+@pytest.mark.parametrize("fw", ["torch", "keras"])
+def test_context_attention_is_the_reference(fw):
+    """In both frameworks, ContextAttention is ``reference.context_attention``, a row of pads included."""
+    from attention_course.ch11_more_attention import reference
+
+    module = getattr(ac, fw)
+    layer = module.ContextAttention(5, 3)
+    states = np.random.default_rng(2).normal(size=(3, 4, 5)).astype("float32")
+    mask = np.array([[True, True, True, False], [True] * 4, [False] * 4])
+    pooled, weights = backend(module).run(layer, states, mask, return_weights=True)
+    if fw == "torch":
+        W, b, c = layer.W.weight.detach().numpy().T, layer.W.bias.detach().numpy(), layer.context.weight.detach()[0]
+    else:
+        W, b, c = np.asarray(layer.W.kernel), np.asarray(layer.W.bias), np.asarray(layer.context.kernel)[:, 0]
+    want_pooled, want_weights = reference.context_attention(states, mask, W, b, np.asarray(c))
+    np.testing.assert_allclose(weights, want_weights, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(pooled, want_pooled, rtol=1e-5, atol=1e-5)

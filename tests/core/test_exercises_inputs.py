@@ -22,6 +22,7 @@ CHECKERS = {
     "mlm_mask": "ids", "attention_entropy": "weights", "draw_filters": "gx",
     "online_softmax": "blocks", "grouped_heads": "kv", "window_cache": "cache", "linear_step": "state",
     "pointer_distribution": "encoded", "convolutional_scores": "query", "multi_source_attention": "query",
+    "hierarchical_pooling": "states",
     "copy_distribution": "logits", "monotonic_alignment": "p",
 }
 #: How the first input is described when it is a number, not an array.
