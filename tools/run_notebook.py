@@ -1,11 +1,14 @@
 """Execute one chapter notebook the way a learner's kernel does, and report its time and peak memory.
 
     .venv/bin/python tools/run_notebook.py book/01-sequence-models/sequence-models.ipynb [--out executed.ipynb]
+        [--memory-limit 1200]
 
-Prints one JSON line: notebook, seconds, peak_rss_mb (the kernel's resident-set high-water mark, what Binder's
-2 GB limit is about), ok, and the first error (the cell's failed assertion, if any). Settings come from the
-environment (COURSE_PROFILE, COURSE_FRAMEWORKS, COURSE_SEED, ...). Used by `make robustness`, `make colab-check`
-and to measure the README's per-chapter times and memory.
+Prints one JSON line: notebook, seconds, peak_rss_mb (the kernel's resident-set high-water mark), ok, and the first
+error (the cell's failed assertion, if any). With ``--memory-limit MB`` the kernel runs inside a memory limit as in a
+container (Binder's; ``tools/memory_limit.py``, Linux, as root) and the line adds ``container``: the limit, the
+most the kernel held as the container counts it, how often it reached the limit, whether it was killed. Settings
+come from the environment (COURSE_PROFILE, COURSE_FRAMEWORKS, COURSE_SEED, ...). Used by `make robustness`,
+`make colab-check` and to measure the README's per-chapter times and memory.
 """
 
 from __future__ import annotations
@@ -17,10 +20,23 @@ import sys
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
 PEAK = "import resource; print('PEAK_RSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
 
 
-def run(path: Path, out: Path | None = None, timeout: int = 1800) -> dict:
+def run(path: Path, out: Path | None = None, timeout: int = 1800, memory_limit_mb: int | None = None) -> dict:
+    if memory_limit_mb is not None:
+        from tools.memory_limit import MemoryLimit
+
+        with MemoryLimit(memory_limit_mb) as limit:
+            result = _run(path, out, timeout, preexec_fn=limit.enter)
+            return {**result, "container": limit.stats()}
+    return _run(path, out, timeout)
+
+
+def _run(path: Path, out: Path | None, timeout: int, **kernel_options) -> dict:
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, DeadKernelError
@@ -31,7 +47,7 @@ def run(path: Path, out: Path | None = None, timeout: int = 1800) -> dict:
                             resources={"metadata": {"path": str(path.parent)}})
     start, error = time.perf_counter(), None
     try:
-        client.execute()
+        client.execute(**kernel_options)
     except CellExecutionError as err:
         lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in str(err).splitlines() if line.strip()]
         error = next((line for line in reversed(lines) if "Error" in line), lines[-1] if lines else "error")[:400]
@@ -52,8 +68,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("notebook", type=Path)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--memory-limit", type=int, metavar="MB", help="run the kernel inside this memory limit")
     args = parser.parse_args()
-    result = run(args.notebook, args.out)
+    result = run(args.notebook, args.out, memory_limit_mb=args.memory_limit)
     print(json.dumps(result), flush=True)
     return 0 if result["ok"] else 1
 
