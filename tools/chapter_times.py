@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "book" / "measurements.json"
 INTRO = ROOT / "book" / "intro.md"
 README = ROOT / "README.md"
+FRAMEWORK_NAMES = {"pytorch": "PyTorch", "keras": "Keras"}
 TIME_PARAGRAPH = re.compile(r"\*\*Time\*\* .*?(?=\n\n|\n```)", re.DOTALL)
 
 
@@ -49,16 +50,29 @@ def chapter_times() -> dict[str, dict]:
             raise ValueError(f"{SOURCE.name}: page {n} has no quick_profile or one_cpu row")
         times[n] = {**text, "quick_min": _minutes(quick[n]["time_s"] / 2),
                     "binder_min": {fw: _minutes(one_cpu[n][f"{fw}_s"]) for fw in ("pytorch", "keras")},
-                    "binder_peak_mb": {fw: one_cpu[n][f"{fw}_peak_mb"] for fw in ("pytorch", "keras")}}
+                    "binder_peak_mb": {fw: one_cpu[n][f"{fw}_peak_mb"] for fw in ("pytorch", "keras")},
+                    "binder_limit": {fw: one_cpu[n].get(f"{fw}_limit") for fw in ("pytorch", "keras")}}
     return times
+
+
+def _within(limits: dict) -> str:
+    """What the runs inside a container's memory limit showed, as the end of a sentence ("" when not run)."""
+    if not all(limits.values()):
+        return ""
+    mb = {r["limit_mb"] for r in limits.values()}
+    if len(mb) != 1:
+        raise ValueError(f"{SOURCE.name}: one page's frameworks ran inside different memory limits: {limits}")
+    failed = [FRAMEWORK_NAMES[fw] for fw, r in limits.items() if not r["ok"]]
+    verdict = "each runs to the end" if not failed else f"{' and '.join(failed)} does not run to the end"
+    return f", and {verdict} within a {mb.pop():,} MB memory limit"
 
 
 def paragraph(t: dict) -> str:
     b, p = t["binder_min"], t["binder_peak_mb"]
     return (f"**Time** reading {t['reading_min']} min · quick profile, per framework: about {t['quick_min']} min on "
             f"a 2-core CPU; on Binder's one CPU {b['pytorch']} min with PyTorch and {b['keras']} min with Keras, "
-            f"peaking at {p['pytorch']:,} and {p['keras']:,} MB (measured) · full profile: {t['full']} · on a "
-            f"free Colab GPU (T4): {t['t4']}. The measurements appendix has every number.")
+            f"peaking at {p['pytorch']:,} and {p['keras']:,} MB{_within(t['binder_limit'])} (measured) · full "
+            f"profile: {t['full']} · on a free Colab GPU (T4): {t['t4']}. The measurements appendix has every number.")
 
 
 def _notebook_texts(times: dict[str, dict]) -> dict[Path, str]:

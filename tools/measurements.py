@@ -45,6 +45,16 @@ def _number(value) -> str:
     return str(value)
 
 
+def _limited(row: dict) -> str:
+    """The runs inside a container's memory limit, "1,200 MB: ran in 60 s, held at most 1,200 MB · …", or "–"."""
+    runs = [row.get(f"{fw}_limit") for fw in ("pytorch", "keras")]
+    if not all(runs):
+        return "–"
+    return f"{runs[0]['limit_mb']:,} MB: " + " · ".join(
+        f"ran in {r['seconds']:,.0f} s, held at most {r['container_peak_mb']:,} MB" if r["ok"] else "killed"
+        for r in runs)
+
+
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return (["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
             + ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows] + [""])
@@ -88,9 +98,10 @@ def render() -> str:
                     [[r["chapter"], _number(r["time_s"]), _number(r["peak_mb"]), r["note"]] for r in q["rows"]])
     o = m["one_cpu"]
     lines += ["## One framework on one CPU (Binder)", "", o["what"], ""]
-    lines += _table(["chapter", "PyTorch (s)", "PyTorch peak (MB)", "Keras (s)", "Keras peak (MB)", "how"],
+    lines += _table(["chapter", "PyTorch (s)", "PyTorch peak (MB)", "Keras (s)", "Keras peak (MB)",
+                     "inside a memory limit (PyTorch · Keras)", "how"],
                     [[r["chapter"], _number(r["pytorch_s"]), _number(r["pytorch_peak_mb"]), _number(r["keras_s"]),
-                      _number(r["keras_peak_mb"]), r["note"]] for r in o["rows"]])
+                      _number(r["keras_peak_mb"]), _limited(r), r["note"]] for r in o["rows"]])
     c = m["chapter_times"]
     lines += ["## The full profile and a free Colab GPU", "", c["what"], ""]
     lines += _table(["chapter", "full profile", "on a free Colab GPU (T4)"],

@@ -1,4 +1,4 @@
-"""Chapter 3, Part B: the sentiment article's configuration, run as the article ran it and one choice at a time.
+"""Chapter 3.2: the sentiment article's configuration, run as the article ran it and one choice at a time.
 
 The article reports 77 % validation accuracy for the LSTM's last state and 81.25 % with attention pooling, each
 from one run. Its code differs from the chapter's in choices that have nothing to do with attention: it pads

@@ -1,15 +1,16 @@
 """Chapter 3's experiment at full size: the models the chapter compares (``NER_MODELS``, ``SENTIMENT_MODELS``),
 their training runs on the whole datasets, and the results table the book shows in every profile.
 
-Part A: the BiLSTM tagger on all 47,959 sentences of the GMB/Kaggle NER corpus (80/20 split, padded to the
-longest sentence), baseline and attention variants; token-level reports (tags merged by entity type, pads left
-out), entity-level reports (seqeval), the padding count, the attention over the talk's first sentence.
-Part B: the sentiment classifier on Amazon + Yelp (2,000 sentences, 80/20 split, padded to 32) over several
-seeds: last state, attention pooling with and without a mask, the attention GRU; accuracy, attention mass on
-pads, attention on sentiment words.
+The taggers (the chapter's first page): the BiLSTM tagger on all 47,959 sentences of the GMB/Kaggle NER corpus
+(80/20 split, padded to the longest sentence), baseline and attention variants; token-level reports (tags merged
+by entity type, pads left out), entity-level reports (seqeval), the padding count, the attention over the talk's
+first sentence.
+The classifiers (its second page, 3.2): the sentiment classifier on Amazon + Yelp (2,000 sentences, 80/20 split,
+padded to 32) over several seeds: last state, attention pooling with and without a mask, the attention GRU;
+accuracy, attention mass on pads, attention on sentiment words.
 
 ``tools/chapter3_full.py`` is the command that runs it (``run``) and writes results.json and results.md; the
-Chapter 3 notebook trains the same ``NER_MODELS`` on the quick profile. Importing this module loads no framework.
+Chapter 3 notebooks train the same models on the quick profile. Importing this module loads no framework.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def tagger_arguments(name: str, max_len: int) -> dict[str, Any]:
     return {"max_len": max_len, **kwargs}
 
 
-# ---- Part A -------------------------------------------------------------------------------------------------
+# ---- the taggers ---------------------------------------------------------------------------------------------
 
 def token_gain(fw: Backend, model, x: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """How much of each token's embedding (or, for a block after the recurrence, of its BiLSTM state) the attention
@@ -130,7 +131,7 @@ def run_ner(fw: Backend, data: dict, epochs: int, batch_size: int, lr: float, se
     return out
 
 
-# ---- Part B -------------------------------------------------------------------------------------------------
+# ---- the classifiers ---------------------------------------------------------------------------------------------
 
 def train_sentiment(fw: Backend, data: dict, pooling: str, use_mask: bool, *, epochs: int, batch_size: int,
                     lr: float, seed: int, desc: str, embed_init: float | None = None):

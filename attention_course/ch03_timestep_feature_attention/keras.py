@@ -215,8 +215,8 @@ class AttentionGRU(Layer):
 
 
 class NERTagger(Model):
-    """The BiLSTM tagger of Part A: embedding → [attention] → dropout → BiLSTM → [attention] → a softmax over the
-    tags at every timestep (the logits; the loss applies the softmax).
+    """The BiLSTM tagger of Chapter 3: embedding → [attention] → dropout → BiLSTM → [attention] → a softmax over
+    the tags at every timestep (the logits; the loss applies the softmax).
 
     ``attention``: None (the baseline), "feature", "feature_single" (weights averaged over time), "timestep"
     (needs ``max_len``, the fixed length) or "repeat_vector" (the talk's model 1: needs ``max_len == embed``);
@@ -268,7 +268,7 @@ class NERTagger(Model):
 
 
 class SentimentClassifier(Model):
-    """The sentence classifier of Part B: embedding → LSTM (dropout, recurrent dropout) → pooling → 2 logits
+    """The sentence classifier of Chapter 3.2: embedding → LSTM (dropout, recurrent dropout) → pooling → 2 logits
     (a two-way softmax, equivalent to one sigmoid output).
 
     ``pooling``: "last" (the last state; sequences are padded on the left), "attention" (``AttentionPooling``)
@@ -309,7 +309,7 @@ class SentimentClassifier(Model):
 
 
 class BagOfWords(Model):
-    """A bag-of-words classifier for Part B: the mean of the embeddings of the real words, then a dense layer to
+    """A bag-of-words classifier (Chapter 3.2): the mean of the embeddings of the real words, then a dense layer to
     ``classes`` logits. The order of the words plays no part: a linear model of the words' frequencies in the
     sentence. The embeddings start from U(-0.05, 0.05) in both frameworks.
     x (B, T) ids, mask (B, T) True on real tokens (None: the pads count as words) → logits (B, classes) [, None]."""

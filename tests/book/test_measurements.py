@@ -44,3 +44,22 @@ def test_every_chapter_is_measured_on_one_cpu_in_each_framework():
 
 def test_the_page_is_in_the_book():
     assert "book/measurements" in (ROOT / "_toc.yml").read_text(encoding="utf-8")
+
+
+def test_every_page_ran_on_binders_share_inside_a_1200_mb_limit():
+    """The committed one-CPU runs inside a container's memory limit (`tools/run_notebook.py --memory-limit 1200`):
+    every page, in each framework, ran to the end."""
+    rows = json.loads((ROOT / "book" / "measurements.json").read_text(encoding="utf-8"))["one_cpu"]["rows"]
+    for row in rows:
+        for fw in ("pytorch", "keras"):
+            limited = row[f"{fw}_limit"]
+            assert limited["limit_mb"] == 1200 and limited["ok"], (row["chapter"], fw, limited)
+            assert limited["container_peak_mb"] <= limited["limit_mb"], (row["chapter"], fw, limited)
+
+
+def test_the_box_says_which_framework_did_not_run_inside_the_limit():
+    ran = {"limit_mb": 1200, "ok": True, "container_peak_mb": 900, "peak_rss_mb": 700}
+    assert chapter_times._within({"pytorch": ran, "keras": ran}) == \
+        ", and each runs to the end within a 1,200 MB memory limit"
+    assert "Keras does not run to the end" in chapter_times._within({"pytorch": ran, "keras": {**ran, "ok": False}})
+    assert chapter_times._within({"pytorch": ran, "keras": None}) == ""        # not measured: the box says nothing

@@ -539,6 +539,75 @@ def _softmax(x, axis=-1):
 def test_checkers_accept_the_references():
     exercises.attention_pooling(lambda s, w, b, m: exercises.reference_attention_pooling(s, w, b, m), seed=0)
     exercises.timestep_attention(exercises.reference_timestep_attention, seed=0)
+    exercises.feature_attention(exercises.reference_feature_attention, seed=0)
+    exercises.paired_comparison(exercises.reference_paired_comparison, seed=0)
+
+
+def test_the_feature_attention_reference_is_the_layer():
+    x = RNG.normal(size=(2, 5, 4)).astype("float32")
+    for single in (False, True):
+        layer = ac.torch.FeatureAttention(4, single=single)
+        with torch.no_grad():
+            out, weights = layer(torch.as_tensor(x), return_weights=True)
+        W, b = layer.score.weight.detach().numpy().T, layer.score.bias.detach().numpy()     # (in, out), as Keras
+        ref_out, ref_weights = exercises.reference_feature_attention(x, W, b, single)
+        np.testing.assert_allclose(weights.numpy(), ref_weights, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(out.numpy(), ref_out, rtol=1e-5, atol=1e-6)
+
+
+def test_the_paired_comparison_reference_is_scipy_s_paired_t_test():
+    import scipy.stats
+
+    a, b = np.array([0.80, 0.78, 0.83, 0.79, 0.81]), np.array([0.77, 0.78, 0.80, 0.76, 0.80])
+    mean, se, t = exercises.reference_paired_comparison(a, b)
+    assert mean == pytest.approx(0.02) and t == pytest.approx(scipy.stats.ttest_rel(a, b).statistic)
+    assert se == pytest.approx(np.std(a - b, ddof=1) / np.sqrt(5))
+
+
+def _feature_over_time(x, W, b, single):
+    w = _softmax(x @ W + b, axis=1)
+    return x * w, w
+
+
+def _feature_single_ignored(x, W, b, single):
+    w = _softmax(x @ W + b)
+    return x * w, w
+
+
+def _feature_not_applied(x, W, b, single):
+    return x, exercises.reference_feature_attention(x, W, b, single)[1]
+
+
+@pytest.mark.parametrize("wrong, needle", [
+    (_feature_over_time, "runs over time"),
+    (_feature_single_ignored, "single=True was ignored"),
+    (_feature_not_applied, "not multiplied into the inputs"),
+    (lambda x, W, b, single: exercises.reference_feature_attention(x, W, b, single)[0], "return a pair"),
+])
+def test_feature_attention_checker_names_mistakes(wrong, needle):
+    with pytest.raises(exercises.ExerciseError, match=needle):
+        exercises.feature_attention(wrong, seed=0)
+
+
+def _unpaired(a, b):
+    se = np.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
+    return (a - b).mean(), se, (a - b).mean() / se
+
+
+def _spread_not_error(a, b):
+    d = a - b
+    return d.mean(), d.std(ddof=1), d.mean() / d.std(ddof=1)
+
+
+@pytest.mark.parametrize("wrong, needle", [
+    (_unpaired, "two independent samples"),
+    (_spread_not_error, "standard deviation of the differences"),
+    (lambda a, b: exercises.reference_paired_comparison(b, a), "the mean of b − a"),
+    (lambda a, b: exercises.reference_paired_comparison(a, b)[:2], "return three numbers"),
+])
+def test_paired_comparison_checker_names_mistakes(wrong, needle):
+    with pytest.raises(exercises.ExerciseError, match=needle):
+        exercises.paired_comparison(wrong, seed=0)
 
 
 def _pool_no_mask(s, w, b, m):

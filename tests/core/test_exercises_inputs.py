@@ -15,7 +15,8 @@ from attention_course.core.errors import ConfigError, CourseError, EnvError
 # every checker, with the name of the first input its learner's function gets
 CHECKERS = {
     "attention_average": "query", "masked_softmax": "scores", "gumbel_softmax_sample": "logits",
-    "local_p_weights": "scores", "attention_pooling": "states", "timestep_attention": "x",
+    "local_p_weights": "scores", "attention_pooling": "states", "timestep_attention": "x", "feature_attention": "x",
+    "paired_comparison": "a",
     "scaled_dot_attention": "query", "general_score": "query", "concat_score": "query", "additive_score": "query",
     "beam_step": "log_probs", "bahdanau_attention": "s_prev", "visual_attention": "h_prev", "correctness": "alpha",
     "heads": "x", "causal": "t_q", "rotary": "x", "multi_head": "x", "decoder_masks": "src_mask", "warmup": "step",
@@ -25,9 +26,9 @@ CHECKERS = {
     "hierarchical_pooling": "states",
     "copy_distribution": "logits", "monotonic_alignment": "p",
 }
-#: How the first input is described when it is a number, not an array.
+#: How the first input is described when it is a number or a vector, not a batch.
 NUMBER_FIRST = {"causal": r"t_q \d+, t_k \d+", "warmup": r"step \d+, d_model \d+",
-                "draw_filters": r"gx [\d.]+, gy [\d.]+"}
+                "draw_filters": r"gx [\d.]+, gy [\d.]+", "paired_comparison": r"a \(\d+,\), b \(\d+,\)"}
 
 
 def checker(name):
