@@ -1,5 +1,5 @@
 """Chapter 3's committed full runs of the taggers, as both of its pages read them (``tools/chapter3_full.py``):
-every tagger of one framework's runs, and the comparison of each with the baseline."""
+every tagger of one framework's runs, and one row of scores per tagger."""
 
 from __future__ import annotations
 
