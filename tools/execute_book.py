@@ -2,7 +2,8 @@
 
 ``jupyter-book build`` (``execute_notebooks: cache``) runs each notebook it does not find in the execution cache,
 one after another, and a kernel uses about one core. This step runs those notebooks first, several at a time (one
-kernel per core, ``BOOK_JOBS`` to choose), and stores each executed copy in the same cache
+kernel per core, ``BOOK_JOBS`` to choose; the longest first, by their committed quick-profile times, so that no
+long notebook starts last while the other cores wait), and stores each executed copy in the same cache
 (``tools/notebook_cache.py``), so the build only renders. A notebook already there (run by ``make test``'s nbval,
 or by an earlier build, with the same settings and package source) is not run again. A notebook that fails is
 left out of the cache: the build then runs it itself and reports its error as usual.
@@ -84,6 +85,25 @@ def execute(path: Path) -> tuple[Path, float, str]:
     return path, seconds, ""
 
 
+def longest_first(paths: list[Path]) -> list[Path]:
+    """The notebooks in order of their quick-profile time in ``book/measurements.json``, longest first; those
+    without a row (a new page) before them all, since nothing says they are short. Ties keep reading order."""
+    import json
+
+    import nbformat
+
+    from tools.chapter_times import SOURCE, _page, page_key
+
+    rows = json.loads(SOURCE.read_text(encoding="utf-8"))["quick_profile"]["rows"]
+    seconds = {_page(row): row["time_s"] for row in rows}
+
+    def expected(path: Path) -> float:
+        course = nbformat.read(path, as_version=4).metadata.get("course")
+        return seconds.get(page_key({"metadata": {"course": course}}), float("inf")) if course else float("inf")
+
+    return sorted(paths, key=expected, reverse=True)
+
+
 def jobs(count: int) -> int:
     """Kernels at a time: ``BOOK_JOBS``, else one per core, never more than the notebooks to run."""
     wanted = int(os.environ.get("BOOK_JOBS", "0")) or (os.cpu_count() or 1)
@@ -92,7 +112,7 @@ def jobs(count: int) -> int:
 
 def main(argv: list[str]) -> int:
     source = Path(argv[0] if argv else ".").resolve()
-    todo = stale(notebooks(source))
+    todo = longest_first(stale(notebooks(source)))
     if not todo:
         print("execute_book: every notebook is in the execution cache")
         return 0

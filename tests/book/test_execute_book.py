@@ -20,6 +20,30 @@ def test_the_table_of_contents_gives_every_chapter_notebook_in_order():
     assert found == [p.resolve() for p in pages]
 
 
+def test_the_longest_notebooks_run_first_and_a_page_without_a_measurement_before_them():
+    import json
+
+    found = execute_book.notebooks(ROOT)
+    order = execute_book.longest_first(found)
+    assert sorted(order) == sorted(found), "every notebook, once"
+    rows = json.loads((ROOT / "book" / "measurements.json").read_text(encoding="utf-8"))["quick_profile"]["rows"]
+    longest = max(rows, key=lambda row: row["time_s"])["chapter"].split(" ")[0].rstrip(".")
+    first = nbformat.read(order[0], as_version=4).metadata["course"]
+    assert str(first["chapter"]) == longest.split(".")[0]
+    shortest = min(rows, key=lambda row: row["time_s"])["chapter"].split(" ")[0].rstrip(".")
+    assert str(nbformat.read(order[-1], as_version=4).metadata["course"]["chapter"]) == shortest.split(".")[0]
+
+
+def test_a_notebook_without_a_measured_time_runs_first(tmp_path):
+    book = _book(tmp_path / "book", "1", "2")
+    nb = nbformat.read(ROOT / "book" / "01-sequence-models" / "sequence-models.ipynb", as_version=4)
+    measured = book / "nb0.ipynb"
+    first = nbformat.read(measured, as_version=4)
+    first.metadata["course"] = nb.metadata["course"]                      # Chapter 1's row
+    nbformat.write(first, measured)
+    assert execute_book.longest_first([measured, book / "nb1.ipynb"]) == [book / "nb1.ipynb", measured]
+
+
 def _book(tmp_path: Path, *sources: str) -> Path:
     tmp_path.mkdir()
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n" + "".join(
