@@ -3,8 +3,9 @@
     .venv/bin/python tools/run_notebook.py book/01-sequence-models/sequence-models.ipynb [--out executed.ipynb]
         [--memory-limit 1200]
 
-Prints one JSON line: notebook, seconds, peak_rss_mb (the kernel's resident-set high-water mark), ok, and the first
-error (the cell's failed assertion, if any). With ``--memory-limit MB`` the kernel runs inside a memory limit as in a
+Prints one JSON line: notebook, seconds, peak_rss_mb (the kernel's resident-set high-water mark), loaded (the
+frameworks the kernel imported: a kernel told to run one should not hold the other), ok, and the first error (the
+cell's failed assertion, if any). With ``--memory-limit MB`` the kernel runs inside a memory limit as in a
 container (Binder's; ``tools/memory_limit.py``, Linux, as root) and the line adds ``container``: the limit, the
 most the kernel held as the container counts it, how often it reached the limit, whether it was killed. Settings
 come from the environment (COURSE_PROFILE, COURSE_FRAMEWORKS, COURSE_SEED, ...). Used by `make robustness`,
@@ -23,7 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-PEAK = "import resource; print('PEAK_RSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+PEAK = ("import resource, sys; print('PEAK_RSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); "
+        "print('LOADED', *[fw for fw, m in (('keras', 'tensorflow'), ('pytorch', 'torch')) if m in sys.modules])")
 
 
 def run(path: Path, out: Path | None = None, timeout: int = 1800, memory_limit_mb: int | None = None) -> dict:
@@ -57,11 +59,12 @@ def _run(path: Path, out: Path | None, timeout: int, **kernel_options) -> dict:
     printed = "".join(o.get("text", "") for o in nb.cells[-1].get("outputs", []) if o.get("name") == "stdout")
     found = re.search(r"PEAK_RSS_KB (\d+)", printed)
     peak = int(found.group(1)) / 1024 if found else None
+    loaded = re.search(r"LOADED ?(.*)", printed)
     if out is not None:
         nb.cells.pop()
         nbformat.write(nb, out)
     return {"notebook": str(path), "seconds": round(seconds, 1), "peak_rss_mb": None if peak is None else round(peak),
-            "ok": error is None, "error": error}
+            "loaded": loaded.group(1).split() if loaded else None, "ok": error is None, "error": error}
 
 
 def main() -> int:

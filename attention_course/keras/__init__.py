@@ -38,15 +38,12 @@ __all__ = ["fit", "predict", "accuracy", "device", "evaluate_loss", "load_traine
 
 def load_trained(build, arrays, example_inputs):
     """A Keras model holding a trained model's ``arrays`` (``ac.trained.load``, PyTorch's parameter names):
-    ``build(ac.keras)`` makes it with the sizes its record gives, built on ``example_inputs`` (a tuple of arrays);
-    a PyTorch twin, ``build(ac.torch)``, takes the arrays and ``core.parity.torch_to_keras`` copies them over, the
-    conversion the parity tests check."""
+    ``build(ac.keras)`` makes it with the sizes its record gives, built on ``example_inputs`` (a tuple of arrays), and
+    ``core.parity.arrays_to_keras`` puts the arrays in, the conversion the parity tests check (no PyTorch needed)."""
     import sys
 
-    from attention_course import torch as course_torch
-    from attention_course.core.parity import torch_to_keras
+    from attention_course.core.parity import arrays_to_keras
 
-    twin = course_torch.load_trained(build, arrays)
     model = build(sys.modules[__name__])
-    torch_to_keras(twin, model, example_inputs)
+    arrays_to_keras(arrays, model, example_inputs)
     return model

@@ -57,6 +57,19 @@ def test_every_page_ran_on_binders_share_inside_a_1200_mb_limit():
             assert limited["container_peak_mb"] <= limited["limit_mb"], (row["chapter"], fw, limited)
 
 
+def test_a_kernel_told_to_run_one_framework_held_only_that_one():
+    """The committed one-CPU runs say which frameworks each kernel imported (`tools/run_notebook.py`'s ``loaded``):
+    its own, and no other, except on Chapter 9's page, whose check against the reference implementation of BERT
+    (Hugging Face's, in PyTorch) runs in either framework."""
+    reference_in_pytorch = {"9"}
+    rows = json.loads((ROOT / "book" / "measurements.json").read_text(encoding="utf-8"))["one_cpu"]["rows"]
+    for row in rows:
+        page = row["chapter"].split(" ")[0].rstrip(".")
+        for fw in ("pytorch", "keras"):
+            allowed = {fw, "pytorch"} if page in reference_in_pytorch else {fw}
+            assert fw in row[f"{fw}_loaded"] and set(row[f"{fw}_loaded"]) <= allowed, (row["chapter"], fw, row)
+
+
 def test_the_box_says_which_framework_did_not_run_inside_the_limit():
     ran = {"limit_mb": 1200, "ok": True, "container_peak_mb": 900, "peak_rss_mb": 700}
     assert chapter_times._within({"pytorch": ran, "keras": ran}) == \

@@ -104,6 +104,61 @@ def test_glue_and_claim_checks_run_where_the_reader_does_not_see_them(nb):
         assert not shown, f"the cell {source(cell)[:60]!r} shows {shown[0][:80]!r}: move it to a remove-cell cell"
 
 
+FRAMEWORK_MODULES = {"torch", "tensorflow", "keras"}
+GUARDS = (ast.If, ast.IfExp, ast.FunctionDef, ast.Lambda)
+
+
+def optional(node) -> bool:
+    """``try: … except ImportError:``: a cell that takes a library only where it is there (Chapter 9 compares its
+    BERT with the reference implementation, which is PyTorch's, in either framework)."""
+    return isinstance(node, ast.Try) and any(
+        isinstance(h.type, ast.Name) and h.type.id in ("ImportError", "ModuleNotFoundError") for h in node.handlers)
+
+
+def framework_uses(tree: ast.AST):
+    """Each place that imports a framework (``ac.keras``, ``ac.torch``, ``import torch``, …) that no branch, function,
+    lambda or ``try``-for-a-missing-library guards, as (line, text)."""
+    def visit(node, guarded):
+        if not guarded:
+            if isinstance(node, ast.Attribute) and node.attr in ("keras", "torch") and \
+                    isinstance(node.value, ast.Name) and node.value.id == "ac":
+                yield node.lineno, f"ac.{node.attr}"
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            for name in names:
+                if name.split(".")[0] in FRAMEWORK_MODULES:
+                    yield node.lineno, f"import {name}"
+        for child in ast.iter_child_nodes(node):
+            yield from visit(child, guarded or isinstance(node, GUARDS) or optional(node))
+
+    yield from visit(tree, False)
+
+
+def test_a_one_framework_kernel_imports_only_its_framework(nb):
+    """A live kernel runs one framework (about 250 MB for PyTorch, 800 MB for TensorFlow): outside a framework's own
+    cells, a cell reaches ``ac.keras``, ``ac.torch`` or a framework's import only under a branch on the frameworks
+    that run (``ac.keras if fw == "keras" else ac.torch``), inside a function called for one of them, or as a library
+    the cell can do without."""
+    for cell in nb["cells"]:
+        text = source(cell)
+        if cell["cell_type"] != "code" or text.startswith(("%%keras", "%%pytorch")):
+            continue
+        body = re.sub(r"^%%[^\n]*\n", "", text)
+        body = re.sub(r"^(\s*)[!%].*$", r"\1pass", body, flags=re.M)      # IPython's shell and magic lines
+        found = list(framework_uses(ast.parse(body)))
+        assert not found, f"the cell {text[:60]!r} imports a framework that may not run: {found}"
+
+
+def test_the_framework_scan_finds_what_it_should():
+    unguarded = 'modules = {"keras": ac.keras, "pytorch": ac.torch}\nimport torch\nn = count(build(ac.torch))'
+    assert [what for _, what in framework_uses(ast.parse(unguarded))] == ["ac.keras", "ac.torch", "import torch",
+                                                                           "ac.torch"]
+    guarded = ('modules = {fw: ac.keras if fw == "keras" else ac.torch for fw in frameworks}\n'
+               'if "pytorch" in frameworks:\n    import torch\nbuild = lambda: ac.torch.Model()\n'
+               'try:\n    import torch\nexcept ImportError:\n    pass')
+    assert list(framework_uses(ast.parse(guarded))) == []
+
+
 def test_charts_follow_the_readers_framework(nb):
     """A chart or table drawn outside a Keras / PyTorch pair shows every framework or one that both agree on: it does
     not pick the first framework's results (``fw0``) unless its cell says they are the same in every framework."""

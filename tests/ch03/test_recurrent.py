@@ -149,10 +149,11 @@ def test_attention_gru_output_is_not_trivial():
 
 
 def test_lstm_conversion_rejects_stacked_lstms():
-    from attention_course.core.parity import _lstm_to_keras
+    from attention_course.core.parity import CONVERSIONS
 
+    stacked = {k: v.detach().numpy() for k, v in torch.nn.LSTM(3, 4, num_layers=2).state_dict().items()}
     with pytest.raises(ValueError, match="single-layer"):
-        _lstm_to_keras(torch.nn.LSTM(3, 4, num_layers=2))
+        CONVERSIONS["LSTM"](stacked)
 
 
 # ---- the PyTorch LSTM with Keras' recurrent dropout -----------------------------------------------------------

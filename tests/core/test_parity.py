@@ -155,3 +155,67 @@ def test_conversion_rejects_mismatched_models():
     km(np.zeros((2, 3), "int64"))
     with pytest.raises(ValueError, match="Keras expects weight shapes"):
         torch_to_keras(ac.torch.ManyToOne(14, 10, embed=8, hidden=16), km)
+
+
+def _translator_twins():
+    torch.manual_seed(0)
+    tm = ac.torch.Translator(40, 30, "bahdanau", embed=8, hidden=12, units=10).eval()
+    rng = np.random.default_rng(0)
+    src, tgt_in = rng.integers(1, 40, (3, 7)), rng.integers(1, 30, (3, 6))
+    mask = np.ones((3, 7), bool)
+    mask[0, 5:] = False
+    return tm, (src, mask, tgt_in)
+
+
+def test_a_trained_model_loads_into_keras_without_pytorch(tmp_path):
+    """``ac.keras.load_trained`` takes a PyTorch model's arrays (as ``ac.trained.load`` gives them) in a kernel where
+    PyTorch cannot be imported, and the Keras model computes what the PyTorch one does."""
+    import subprocess
+    import sys
+    import textwrap
+
+    tm, example = _translator_twins()
+    arrays = {k: v.detach().numpy().astype(np.float16) for k, v in tm.state_dict().items()}   # as the files hold them
+    np.savez(tmp_path / "arrays.npz", **arrays)
+    np.savez(tmp_path / "example.npz", *example)
+    script = textwrap.dedent(f"""
+        import importlib.abc
+        import sys
+
+        class NoTorch(importlib.abc.MetaPathFinder):        # import torch fails here
+            def find_spec(self, name, path, target=None):
+                if name.split(".")[0] == "torch":
+                    raise ImportError("PyTorch is not installed here")
+
+        sys.meta_path.insert(0, NoTorch())
+        import numpy as np
+        import attention_course as ac
+        arrays = dict(np.load({str(tmp_path / "arrays.npz")!r}))
+        example = tuple(np.load({str(tmp_path / "example.npz")!r}).values())
+        model = ac.keras.load_trained(lambda fw: fw.Translator(40, 30, "bahdanau", embed=8, hidden=12, units=10),
+                                      arrays, example)
+        np.save({str(tmp_path / "logits.npy")!r}, np.asarray(model(*example)))
+        print("torch" in sys.modules)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().endswith("False"), "PyTorch was not imported"
+    for name, value in arrays.items():                   # the PyTorch model holds the same (float16) numbers
+        tm.state_dict()[name].copy_(torch.as_tensor(value.astype(np.float32)))
+    with torch.no_grad():
+        expected = tm(*[torch.as_tensor(x) for x in example]).numpy()
+    np.testing.assert_allclose(np.load(tmp_path / "logits.npy"), expected, rtol=RTOL, atol=ATOL)
+
+
+def test_arrays_that_do_not_fit_the_keras_model_are_named():
+    from attention_course.core.parity import arrays_to_keras
+
+    tm, example = _translator_twins()
+    arrays = {k: v.detach().numpy() for k, v in tm.state_dict().items()}
+    km = ac.keras.Translator(40, 30, "bahdanau", embed=8, hidden=12, units=10)
+    missing = {k: v for k, v in arrays.items() if not k.startswith("decoder.out.")}
+    with pytest.raises(ValueError, match=r"nothing for 2 Keras weight\(s\) of Translator, in decoder\.out;"):
+        arrays_to_keras(missing, km, example)
+    wider = ac.keras.Translator(40, 30, "bahdanau", embed=9, hidden=12, units=10)
+    with pytest.raises(ValueError, match=r"Keras expects weight shapes \[\(40, 9\)\], PyTorch gives \[\(40, 8\)\]"):
+        arrays_to_keras(arrays, wider, example)

@@ -17,6 +17,12 @@ def test_a_notebook_that_runs_reports_its_peak_memory(tmp_path):
     result = run(_notebook(tmp_path, "x = bytearray(50 * 2**20)"))
     assert result["ok"] and result["error"] is None
     assert result["peak_rss_mb"] > 50
+    assert result["loaded"] == [], "no framework was imported"
+
+
+def test_the_row_names_the_frameworks_the_kernel_imported(tmp_path):
+    result = run(_notebook(tmp_path, "import torch"))
+    assert result["ok"] and result["loaded"] == ["pytorch"]
 
 
 def test_a_failed_assertion_is_reported_with_its_message(tmp_path):
