@@ -28,7 +28,8 @@ def _minutes(seconds: float) -> int:
     return max(1, round(seconds / 60))
 
 
-def _page(row: dict) -> str:
+def row_page(row: dict) -> str:
+    """A measurement row's page, as ``page_key`` names it."""
     return row["chapter"].split(" ")[0].rstrip(".")      # "3. Timestep vs …" → "3", "11.2 Where to look" → "11.2"
 
 
@@ -42,8 +43,8 @@ def chapter_times() -> dict[str, dict]:
     """Page ("3", "11.2") → reading_min, quick_min (per framework, 2-core CPU), binder_min and binder_peak_mb
     (PyTorch and Keras, one CPU), full_min, full and t4 (sentences)."""
     m = json.loads(SOURCE.read_text(encoding="utf-8"))
-    quick = {_page(r): r for r in m["quick_profile"]["rows"]}
-    one_cpu = {_page(r): r for r in m["one_cpu"]["rows"]}
+    quick = {row_page(r): r for r in m["quick_profile"]["rows"]}
+    one_cpu = {row_page(r): r for r in m["one_cpu"]["rows"]}
     times = {}
     for n, text in m["chapter_times"]["chapters"].items():
         if n not in quick or n not in one_cpu:

@@ -92,10 +92,10 @@ def longest_first(paths: list[Path]) -> list[Path]:
 
     import nbformat
 
-    from tools.chapter_times import SOURCE, _page, page_key
+    from tools.chapter_times import SOURCE, page_key, row_page
 
     rows = json.loads(SOURCE.read_text(encoding="utf-8"))["quick_profile"]["rows"]
-    seconds = {_page(row): row["time_s"] for row in rows}
+    seconds = {row_page(row): row["time_s"] for row in rows}
 
     def expected(path: Path) -> float:
         course = nbformat.read(path, as_version=4).metadata.get("course")
