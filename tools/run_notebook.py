@@ -8,8 +8,10 @@ frameworks the kernel imported: a kernel told to run one should not hold the oth
 cell's failed assertion, if any). With ``--memory-limit MB`` the kernel runs inside a memory limit as in a
 container (Binder's; ``tools/memory_limit.py``, Linux, as root) and the line adds ``container``: the limit, the
 most the kernel held as the container counts it, how often it reached the limit, whether it was killed. Settings
-come from the environment (COURSE_PROFILE, COURSE_FRAMEWORKS, COURSE_SEED, ...). Used by `make robustness`,
-`make colab-check` and to measure the README's per-chapter times and memory.
+come from the environment (COURSE_PROFILE, COURSE_FRAMEWORKS, COURSE_SEED, ...). ``run(..., record=expression)``
+evaluates a Python expression in the kernel once the page has run and adds its value, as JSON, to the row (``value``;
+``tools/seed_spread.py``). Used by `make robustness`, `make colab-check` and to measure the README's per-chapter
+times and memory.
 """
 
 from __future__ import annotations
@@ -28,22 +30,33 @@ PEAK = ("import resource, sys; print('PEAK_RSS_KB', resource.getrusage(resource.
         "print('LOADED', *[fw for fw, m in (('keras', 'tensorflow'), ('pytorch', 'torch')) if m in sys.modules])")
 
 
-def run(path: Path, out: Path | None = None, timeout: int = 1800, memory_limit_mb: int | None = None) -> dict:
+RECORD = "import json as _json; print('RECORD', _json.dumps({}, default=float))"
+
+
+def run(path: Path, out: Path | None = None, timeout: int = 1800, memory_limit_mb: int | None = None,
+        record: str | None = None) -> dict:
     if memory_limit_mb is not None:
         from tools.memory_limit import MemoryLimit
 
         with MemoryLimit(memory_limit_mb) as limit:
-            result = _run(path, out, timeout, preexec_fn=limit.enter)
+            result = _run(path, out, timeout, record, preexec_fn=limit.enter)
             return {**result, "container": limit.stats()}
-    return _run(path, out, timeout)
+    return _run(path, out, timeout, record)
 
 
-def _run(path: Path, out: Path | None, timeout: int, **kernel_options) -> dict:
+def _run(path: Path, out: Path | None, timeout: int, record: str | None = None, **kernel_options) -> dict:
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, DeadKernelError
 
     nb = nbformat.read(path, as_version=4)
+    if record is not None:
+        try:
+            compile(record, "<record>", "eval")                       # before the page runs, not after it
+        except SyntaxError as err:
+            raise ValueError(f"record must be one Python expression, like 'nsp9.to_dict()'; got {record!r} "
+                             f"({err.msg})") from None
+        nb.cells.append(nbformat.v4.new_code_cell(RECORD.format(record)))
     nb.cells.append(nbformat.v4.new_code_cell(PEAK))
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}})
@@ -60,11 +73,16 @@ def _run(path: Path, out: Path | None, timeout: int, **kernel_options) -> dict:
     found = re.search(r"PEAK_RSS_KB (\d+)", printed)
     peak = int(found.group(1)) / 1024 if found else None
     loaded = re.search(r"LOADED ?(.*)", printed)
+    result = {"notebook": str(path), "seconds": round(seconds, 1), "peak_rss_mb": None if peak is None else round(peak),
+              "loaded": loaded.group(1).split() if loaded else None, "ok": error is None, "error": error}
+    if record is not None:
+        printed = "".join(o.get("text", "") for o in nb.cells[-2].get("outputs", []) if o.get("name") == "stdout")
+        found = re.search(r"^RECORD (.*)$", printed, re.MULTILINE)
+        result["value"] = json.loads(found.group(1)) if found else None        # None: the page stopped before it
     if out is not None:
-        nb.cells.pop()
+        del nb.cells[-1 if record is None else -2:]
         nbformat.write(nb, out)
-    return {"notebook": str(path), "seconds": round(seconds, 1), "peak_rss_mb": None if peak is None else round(peak),
-            "loaded": loaded.group(1).split() if loaded else None, "ok": error is None, "error": error}
+    return result
 
 
 def main() -> int:
