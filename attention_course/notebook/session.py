@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from attention_course.core.quiet import quiet_frameworks
 from attention_course.notebook import frameworks as _frameworks
 from attention_course.notebook import profile as _profile
-from attention_course.notebook.memory import release_after_each_cell
+from attention_course.notebook.memory import release_after_each_cell, system_heap_when_capped
 from attention_course.notebook.tables import readable_tables
 
 
@@ -102,8 +102,9 @@ def tensorflow_threads() -> int:
 def setup(seed: int = 0, *, profile: str | None = None, frameworks: str | None = None, banner: bool = True,
           scale: str | None = None) -> Session:
     """Prepare a notebook: quiet logs, choose profile and frameworks, seed every RNG, register the
-    ``%%keras``/``%%pytorch`` magics, give freed memory back to the system after each cell (``memory``), print
-    tables' numbers as a person writes them (``tables``), use the course's chart renderer, print one banner line.
+    ``%%keras``/``%%pytorch`` magics, give freed memory back to the system after each cell (``memory``; in a kernel
+    capped at 4 GB or less, TensorFlow's oneDNN operations allocate from the system heap), print tables' numbers as
+    a person writes them (``tables``), use the course's chart renderer, print one banner line.
 
     ``profile`` (``quick`` or ``full``) and ``frameworks`` override ``COURSE_PROFILE`` and ``COURSE_FRAMEWORKS`` for
     this session (``scale`` is the profile's deprecated old name);
@@ -114,6 +115,7 @@ def setup(seed: int = 0, *, profile: str | None = None, frameworks: str | None =
         warnings.warn("ac.setup(scale=...) is deprecated: pass profile=...", FutureWarning, stacklevel=2)
         profile = scale if profile is None else profile
     quiet_frameworks()
+    system_heap_when_capped()                  # before TensorFlow starts: a kernel in 4 GB or less keeps no pool
     seed = seed_from_env(seed)
     if profile is not None:
         _profile.use(profile)

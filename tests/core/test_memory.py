@@ -5,6 +5,7 @@ import sys
 import pytest
 
 from attention_course.notebook import memory
+from tools import memory_limit
 
 glibc = pytest.mark.skipif(memory._malloc_trim() is None, reason="glibc's malloc_trim is not available here")
 
@@ -63,3 +64,80 @@ def test_nothing_to_do_outside_ipython_or_without_glibc(monkeypatch):
     assert memory.release_after_each_cell() is False
     monkeypatch.setattr(memory, "_malloc_trim", lambda: None)
     assert memory.release() is False and memory.release_after_each_cell(_Shell()) is False
+
+
+def _groups(tmp_path, own: str, limits: dict[str, str]):
+    """A fake /sys/fs/cgroup (``limits``: file path under it → content) and /proc/self/cgroup (``own``)."""
+    root = tmp_path / "cgroup"
+    root.mkdir(parents=True)
+    for name, value in limits.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(value + "\n")
+    (tmp_path / "own").write_text(own)
+    return root, tmp_path / "own"
+
+
+def test_the_cap_is_the_smallest_limit_of_the_group_and_its_parents(tmp_path):
+    v2 = _groups(tmp_path / "v2", "0::/pod/kernel\n", {"memory.max": "max", "pod/memory.max": str(2048 * 2**20),
+                                                        "pod/kernel/memory.max": "max"})
+    assert memory.memory_cap_mb(*v2) == 2048
+    v1 = _groups(tmp_path / "v1", "5:cpu:/\n4:memory:/job\n0::/\n",
+                 {"memory/memory.limit_in_bytes": str(1200 * 2**20),
+                  "memory/job/memory.limit_in_bytes": "9223372036854771712"})     # v1's "no limit"
+    assert memory.memory_cap_mb(*v1) == 1200
+
+
+def test_no_cap_where_there_is_no_limit_or_nothing_to_read(tmp_path):
+    assert memory.memory_cap_mb(*_groups(tmp_path / "a", "not a group\n0::/\n", {"memory.max": "max"})) is None
+    assert memory.memory_cap_mb(*_groups(tmp_path / "b", "0::/gone\n", {})) is None     # files not visible
+    assert memory.memory_cap_mb(tmp_path, tmp_path / "missing") is None                  # not Linux
+
+
+def test_a_capped_kernel_allocates_from_the_system_heap_and_a_free_one_keeps_the_pool(monkeypatch):
+    monkeypatch.delitem(sys.modules, "tensorflow", raising=False)      # as in a kernel before TensorFlow starts
+    monkeypatch.setenv(memory.SYSTEM_HEAP, "")                         # so that the variable is restored after
+    for cap, expected in ((2048, True), (memory.SMALL_MEMORY_MB, True), (8192, False), (None, False)):
+        monkeypatch.delenv(memory.SYSTEM_HEAP, raising=False)
+        assert memory.system_heap_when_capped(cap) is expected, cap
+        assert (memory.SYSTEM_HEAP in memory.os.environ) is expected, cap
+    monkeypatch.setenv(memory.SYSTEM_HEAP, "0")                        # the user's choice is kept
+    assert memory.system_heap_when_capped(2048) is False and memory.os.environ[memory.SYSTEM_HEAP] == "0"
+
+
+def test_once_tensorflow_started_nothing_changes(monkeypatch):
+    monkeypatch.setenv(memory.SYSTEM_HEAP, "")
+    monkeypatch.delenv(memory.SYSTEM_HEAP, raising=False)
+    monkeypatch.setitem(sys.modules, "tensorflow", object())
+    assert memory.system_heap_when_capped(2048) is False and memory.SYSTEM_HEAP not in memory.os.environ
+
+
+needs_cgroups = pytest.mark.skipif(not memory_limit.available(), reason="no memory control group can be made here")
+
+SETUP_KERAS = """
+import os, sys
+import attention_course as ac
+ac.setup(frameworks="keras", banner=False)
+import tensorflow as tf
+print(os.environ.get("TF_ONEDNN_USE_SYSTEM_ALLOCATOR"))
+"""
+
+
+@needs_cgroups
+def test_a_kernel_in_binders_memory_starts_tensorflow_on_the_system_heap(tmp_path):
+    """ac.setup in a kernel inside a 2,048 MB control group (as on Binder) sets TensorFlow's variable before
+    TensorFlow starts; the same kernel without the limit leaves it unset (where this machine itself is not capped)."""
+    import nbformat
+
+    from tools.run_notebook import run
+
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SETUP_KERAS)]), path)
+    seen = {}
+    for limit in (2048, None):
+        out = tmp_path / f"out-{limit}.ipynb"
+        result = run(path, out, memory_limit_mb=limit)
+        assert result["ok"], result["error"]
+        outputs = nbformat.read(out, as_version=4).cells[0].outputs
+        seen[limit] = "".join(o["text"] for o in outputs if o.get("name") == "stdout").strip()
+    here = memory.memory_cap_mb()
+    assert seen == {2048: "1", None: "1" if here is not None and here <= memory.SMALL_MEMORY_MB else "None"}
