@@ -114,7 +114,7 @@ def test_once_tensorflow_started_nothing_changes(monkeypatch):
 needs_cgroups = pytest.mark.skipif(not memory_limit.available(), reason="no memory control group can be made here")
 
 SETUP_KERAS = """
-import os, sys
+import os
 import attention_course as ac
 ac.setup(frameworks="keras", banner=False)
 import tensorflow as tf
