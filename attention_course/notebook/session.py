@@ -103,8 +103,9 @@ def setup(seed: int = 0, *, profile: str | None = None, frameworks: str | None =
           scale: str | None = None) -> Session:
     """Prepare a notebook: quiet logs, choose profile and frameworks, seed every RNG, register the
     ``%%keras``/``%%pytorch`` magics, give freed memory back to the system after each cell (``memory``; in a kernel
-    capped at 4 GB or less, TensorFlow's oneDNN operations allocate from the system heap), print tables' numbers as
-    a person writes them (``tables``), use the course's chart renderer, print one banner line.
+    capped at 4 GB or less that runs Keras, TensorFlow's oneDNN operations allocate from the system heap and large
+    blocks go back to the system when freed), print tables' numbers as a person writes them (``tables``), use the
+    course's chart renderer, print one banner line.
 
     ``profile`` (``quick`` or ``full``) and ``frameworks`` override ``COURSE_PROFILE`` and ``COURSE_FRAMEWORKS`` for
     this session (``scale`` is the profile's deprecated old name);
@@ -115,7 +116,6 @@ def setup(seed: int = 0, *, profile: str | None = None, frameworks: str | None =
         warnings.warn("ac.setup(scale=...) is deprecated: pass profile=...", FutureWarning, stacklevel=2)
         profile = scale if profile is None else profile
     quiet_frameworks()
-    system_heap_when_capped()                  # before TensorFlow starts: a kernel in 4 GB or less keeps no pool
     seed = seed_from_env(seed)
     if profile is not None:
         _profile.use(profile)
@@ -123,6 +123,8 @@ def setup(seed: int = 0, *, profile: str | None = None, frameworks: str | None =
         _frameworks.use(frameworks)
     profile = _profile.current()
     fws = _frameworks.enabled()
+    if "keras" in fws:
+        system_heap_when_capped()              # before TensorFlow starts: in 4 GB or less, no pool; large blocks mapped
     seed_everything(seed)
     _frameworks.register_magics()
     release_after_each_cell()

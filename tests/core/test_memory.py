@@ -64,6 +64,47 @@ def test_nothing_to_do_outside_ipython_or_without_glibc(monkeypatch):
     assert memory.release_after_each_cell() is False
     monkeypatch.setattr(memory, "_malloc_trim", lambda: None)
     assert memory.release() is False and memory.release_after_each_cell(_Shell()) is False
+    monkeypatch.setattr(memory, "_glibc", lambda name: None)
+    assert memory.map_large_blocks() is False
+
+
+LARGE_BLOCK_PROBE = """
+import ctypes, os
+
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype, libc.malloc.argtypes, libc.free.argtypes = ctypes.c_void_p, [ctypes.c_size_t], [ctypes.c_void_p]
+SIZE = 8 * 2**20
+
+def resident_mb():
+    return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+libc.free(libc.malloc(SIZE))          # glibc raises its threshold to this size, unless it is fixed
+block = libc.malloc(SIZE)
+ctypes.memset(block, 1, SIZE)
+pin = libc.malloc(64 * 2**10)         # above the block in the heap, so that free() cannot shrink the heap
+ctypes.memset(pin, 1, 64 * 2**10)
+held = resident_mb()
+libc.free(block)
+print(round(held - resident_mb()))    # MB given back
+"""
+
+LARGE_FREED = """
+import sys
+from attention_course.notebook import memory
+if sys.argv[1] == "mapped":
+    assert memory.map_large_blocks()
+""" + LARGE_BLOCK_PROBE
+
+
+@glibc
+def test_a_large_block_goes_back_the_moment_it_is_freed():
+    """In a fresh interpreter: by default glibc serves the second 8 MB block from its heap, where freeing it gives
+    nothing back; with ``map_large_blocks`` the block has a mapping of its own and all 8 MB go back."""
+    import subprocess
+
+    given_back = {how: int(subprocess.run([sys.executable, "-c", LARGE_FREED, how], capture_output=True,
+                                            text=True, check=True).stdout) for how in ("default", "mapped")}
+    assert given_back["mapped"] >= 7 and given_back["default"] <= 1, given_back
 
 
 def _groups(tmp_path, own: str, limits: dict[str, str]):
@@ -94,21 +135,27 @@ def test_no_cap_where_there_is_no_limit_or_nothing_to_read(tmp_path):
 
 
 def test_a_capped_kernel_allocates_from_the_system_heap_and_a_free_one_keeps_the_pool(monkeypatch):
+    mapped = []
+    monkeypatch.setattr(memory, "map_large_blocks", lambda: mapped.append(True) or True)
     monkeypatch.delitem(sys.modules, "tensorflow", raising=False)      # as in a kernel before TensorFlow starts
     monkeypatch.setenv(memory.SYSTEM_HEAP, "")                         # so that the variable is restored after
     for cap, expected in ((2048, True), (memory.SMALL_MEMORY_MB, True), (8192, False), (None, False)):
         monkeypatch.delenv(memory.SYSTEM_HEAP, raising=False)
+        mapped.clear()
         assert memory.system_heap_when_capped(cap) is expected, cap
-        assert (memory.SYSTEM_HEAP in memory.os.environ) is expected, cap
+        assert (memory.SYSTEM_HEAP in memory.os.environ) is expected and bool(mapped) is expected, cap
     monkeypatch.setenv(memory.SYSTEM_HEAP, "0")                        # the user's choice is kept
-    assert memory.system_heap_when_capped(2048) is False and memory.os.environ[memory.SYSTEM_HEAP] == "0"
+    assert memory.system_heap_when_capped(2048) and memory.os.environ[memory.SYSTEM_HEAP] == "0"
 
 
-def test_once_tensorflow_started_nothing_changes(monkeypatch):
+def test_once_tensorflow_started_the_variable_is_left_alone(monkeypatch):
+    mapped = []
+    monkeypatch.setattr(memory, "map_large_blocks", lambda: mapped.append(True) or True)
     monkeypatch.setenv(memory.SYSTEM_HEAP, "")
     monkeypatch.delenv(memory.SYSTEM_HEAP, raising=False)
     monkeypatch.setitem(sys.modules, "tensorflow", object())
-    assert memory.system_heap_when_capped(2048) is False and memory.SYSTEM_HEAP not in memory.os.environ
+    assert memory.system_heap_when_capped(2048) and memory.SYSTEM_HEAP not in memory.os.environ
+    assert mapped == [True]                                            # large blocks are mapped all the same
 
 
 needs_cgroups = pytest.mark.skipif(not memory_limit.available(), reason="no memory control group can be made here")
@@ -123,21 +170,27 @@ print(os.environ.get("TF_ONEDNN_USE_SYSTEM_ALLOCATOR"))
 
 
 @needs_cgroups
-def test_a_kernel_in_binders_memory_starts_tensorflow_on_the_system_heap(tmp_path):
+@glibc
+def test_a_kernel_in_binders_memory_starts_tensorflow_on_the_system_heap_and_maps_large_blocks(tmp_path):
     """ac.setup in a kernel inside a 2,048 MB control group (as on Binder) sets TensorFlow's variable before
-    TensorFlow starts; the same kernel without the limit leaves it unset (where this machine itself is not capped)."""
+    TensorFlow starts, and a large block freed in a later cell goes back at once; the same kernel without the limit
+    does neither (where this machine itself is not capped)."""
     import nbformat
 
     from tools.run_notebook import run
 
     path = tmp_path / "nb.ipynb"
-    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SETUP_KERAS)]), path)
+    cells = [nbformat.v4.new_code_cell(code) for code in (SETUP_KERAS, LARGE_BLOCK_PROBE)]
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
     seen = {}
     for limit in (2048, None):
         out = tmp_path / f"out-{limit}.ipynb"
         result = run(path, out, memory_limit_mb=limit)
         assert result["ok"], result["error"]
-        outputs = nbformat.read(out, as_version=4).cells[0].outputs
-        seen[limit] = "".join(o["text"] for o in outputs if o.get("name") == "stdout").strip()
+        seen[limit] = tuple("".join(o["text"] for o in cell.outputs if o.get("name") == "stdout").strip()
+                            for cell in nbformat.read(out, as_version=4).cells)
     here = memory.memory_cap_mb()
-    assert seen == {2048: "1", None: "1" if here is not None and here <= memory.SMALL_MEMORY_MB else "None"}
+    capped_here = here is not None and here <= memory.SMALL_MEMORY_MB
+    mapped = {limit: (variable, int(given_back) >= 7) for limit, (variable, given_back) in seen.items()}
+    assert mapped[2048] == ("1", True), seen
+    assert mapped[None] == (("1", True) if capped_here else ("None", False)), seen
