@@ -158,6 +158,24 @@ def test_once_tensorflow_started_the_variable_is_left_alone(monkeypatch):
     assert mapped == [True]                                            # large blocks are mapped all the same
 
 
+def test_setup_keeps_the_system_heap_for_kernels_that_run_keras(monkeypatch):
+    """A PyTorch-only kernel keeps glibc's and TensorFlow's defaults, whatever its cap (its pages peak under 1 GB,
+    and mapping large blocks cost it time); a kernel that runs Keras asks for the capped settings."""
+    import attention_course as ac
+    from attention_course.notebook import frameworks, profile, session
+
+    asked = []
+    monkeypatch.setattr(session, "system_heap_when_capped", lambda: asked.append(True) or True)
+    try:
+        ac.setup(frameworks="pytorch", banner=False)
+        assert asked == []
+        ac.setup(frameworks="keras", banner=False)
+        assert asked == [True]
+    finally:
+        profile.use(None)
+        frameworks.use(None)
+
+
 needs_cgroups = pytest.mark.skipif(not memory_limit.available(), reason="no memory control group can be made here")
 
 SETUP_KERAS = """
