@@ -22,6 +22,8 @@ Cases (the chapters quote them through ``ac.bench.load(case)``):
   ch10-flash   one head-batch of 8 heads × d_head 64 (batch 1) against the length T, forward: the explicit softmax,
                the fused kernel and the course's tiled flash_attention (blocks of 128 keys)
   ch10-memory  the peak extra memory of one forward pass of each of those, each in a fresh process, as ch7-memory
+  ch10-decode  one decoding step (batch 1, 8 heads × d_head 64) after a context of each length: softmax attention
+               over the key–value cache against linear attention's fixed-size state
   train-step   one training step (forward, backward, Adam) of Chapters 5, 6, 8 and 9's models at their quick sizes,
                through each chapter's own training code (``ac.bench.training_pass``)
 Each row: median and quartiles in milliseconds over ``repeats`` runs after two warm-up runs; the cases that are

@@ -31,6 +31,8 @@ CASES = {
     "ch8-kvcache": "Chapter 8: decoding with and without the key–value cache",
     "ch10-flash": "Chapter 10: explicit attention, the fused kernel and the tiled FlashAttention loop",
     "ch10-memory": "Chapter 10: peak memory of explicit, fused and tiled attention",
+    "ch10-decode": "Chapter 10: one decoding step after a context of each length, softmax attention over the cache "
+                   "against linear attention's fixed-size state",
     "train-step": "Chapters 5, 6, 8 and 9: one training step of each chapter's model at its quick size",
 }
 
@@ -78,7 +80,8 @@ def _bench_section(path: Path) -> list[str]:
     for case, rows in sorted(run.get("cases", {}).items(), key=rank):
         if not rows:
             continue
-        lines += [f"**{CASES.get(case, case)}** (`{case}`)", ""]
+        when = run.get("measured", {}).get(case)
+        lines += [f"**{CASES.get(case, case)}** (`{case}`" + (f", measured {when}" if when else "") + ")", ""]
         keys = [k for k in rows[0] if k not in ("q1_ms", "q3_ms", "runs")]
         lines += _table([k.replace("_", " ") for k in keys], [[_number(r.get(k)) for k in keys] for r in rows])
     return lines

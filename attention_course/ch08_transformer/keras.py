@@ -260,12 +260,17 @@ class Transformer(Model):
         return self.dropout(x + sinusoids_at(offset + ops.arange(ids.shape[1]), self.d_model),   # compiled step
                             training=training)
 
-    def encode(self, src, src_mask, return_weights: bool = False, training=None):
-        # src (B, S) ids, src_mask (B, S), None: no padding → memory (B, S, d) [, weights per layer]
+    def _source(self, src, src_mask):
+        # src (B, S) ids, src_mask (B, S) or None (no padding) → both as checked tensors, the mask bool
         src = inputs.ids(src, "src", self.src_embedding)
         src_mask = ops.ones_like(src, dtype="bool") if src_mask is None else src_mask
         src_mask = inputs.bool_mask(inputs.tensor(src_mask, "src_mask"), "src_mask")
         validate.same_shape("src_mask", validate.shape_of(src_mask), validate.shape_of(src), "src")
+        return src, src_mask
+
+    def encode(self, src, src_mask, return_weights: bool = False, training=None):
+        # src (B, S) ids, src_mask (B, S), None: no padding → memory (B, S, d) [, weights per layer]
+        src, src_mask = self._source(src, src_mask)
         x, weights = self._embed(self.src_embedding, src, training=training), []
         for layer in self.encoder:
             out = layer(x, src_mask, return_weights=return_weights, training=training)
@@ -297,10 +302,11 @@ class Transformer(Model):
         return logits, {"encoder": encoded[2], "decoder": [w[0] for w in dec_weights],
                         "cross": [w[1] for w in dec_weights]}
 
-    # one step at a time, on NumPy arrays, for greedy and beam search (attention_course.core.decode); the step is
-    # compiled, with a cache of fixed capacity that doubles when full (one trace per capacity)
+    # one step at a time, on NumPy arrays, for greedy and beam search (attention_course.core.decode); the encoder
+    # pass and the step are compiled (one trace per batch shape), the step with a cache of fixed capacity that
+    # doubles when full (one trace per capacity)
     def start(self, src, src_mask, capacity: int = 32):
-        memory, mask = self.encode(src, src_mask)
+        memory, mask = compiled(self, "encode")(*self._source(src, src_mask))   # checked where the values are known
         heads = self.decoder[0].self_attention.heads
         caches = [StaticKVCache.empty(memory.shape[0], heads, capacity, self.d_model // heads) for _ in self.decoder]
         return {"memory": memory, "mask": mask, "caches": caches, "steps": 0}

@@ -76,3 +76,25 @@ def test_the_box_says_which_framework_did_not_run_inside_the_limit():
         ", and each runs to the end within a 1,200 MB memory limit"
     assert "Keras does not run to the end" in chapter_times._within({"pytorch": ran, "keras": {**ran, "ok": False}})
     assert chapter_times._within({"pytorch": ran, "keras": None}) == ""        # not measured: the box says nothing
+
+
+def test_each_timed_comparison_says_when_it_was_measured(tmp_path):
+    # a machine's file keeps the cases of earlier runs: each case names its own date, the header the file's last
+    from tools import measurements
+
+    row = {"framework": "keras", "kind": "cache", "steps": 8, "median_ms": 25.5, "q1_ms": 24.0, "q3_ms": 27.0,
+           "runs": 7}
+    path = tmp_path / "cpu-2-example.json"
+    path.write_text(json.dumps({"name": "cpu-2-example", "machine": {"cpu": "Example", "cores": 2, "torch_threads": 1,
+                                                                     "date": "2026-11-29"},
+                                "versions": {"keras": "3"}, "repeats": 7,
+                                "measured": {"ch8-kvcache": "2026-11-29", "train-step": "2026-11-26"},
+                                "cases": {"train-step": [{**row, "kind": "ch5-bahdanau"}], "ch8-kvcache": [row]}}))
+    lines = measurements._bench_section(path)
+    assert lines[0] == "### 2-core Example, PyTorch on 1 thread" and "Measured on 2026-11-29" in lines[2]
+    headings = [line for line in lines if line.startswith("**")]
+    assert headings == ["**Chapter 8: decoding with and without the key–value cache** (`ch8-kvcache`, measured "
+                        "2026-11-29)",
+                        "**Chapters 5, 6, 8 and 9: one training step of each chapter's model at its quick size** "
+                        "(`train-step`, measured 2026-11-26)"]
+    assert "| keras | cache | 8 | 25.5 |" in lines

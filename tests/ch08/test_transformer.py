@@ -123,6 +123,22 @@ def test_keras_decodes_through_a_compiled_step_traced_once_per_cache_capacity():
     assert model._graphs["decode"].experimental_get_tracing_count() == 2
 
 
+def test_keras_start_encodes_through_one_graph_per_batch_shape_and_checks_ids_first():
+    # start runs the encoder as a compiled graph (a decoding loop over batches of one shape traces it once): the
+    # memory the eager encoder gives; the ids are checked eagerly before the graph, with the usual error
+    _, model = _models(False)
+    src, mask, _ = _batch(2)
+    for rows in (src, src, src[:2]):
+        state = model.start(rows, mask[:len(rows)])
+        memory, _ = model.encode(rows, mask[:len(rows)])
+        np.testing.assert_allclose(to_numpy(state["memory"]), to_numpy(memory), rtol=1e-5, atol=1e-6)
+    assert model._graphs["encode"].experimental_get_tracing_count() == 2      # (3, 7) and (2, 7)
+    with pytest.raises(InputError, match=r"src must hold integer token ids in \[0, 20\).*got ids from 0 to 20"):
+        model.start(np.where(src == src.max(), 20, src), mask)
+    with pytest.raises(ShapeError, match="src_mask"):
+        model.start(src, mask[:, :5])
+
+
 @pytest.mark.parametrize("fw_name", ["torch", "keras"])
 def test_recompute_decodes_as_the_cache_does_in_beam_search(fw_name):
     # decode.Recompute (no cache: the whole prefix again at each step) is the baseline of make bench's ch8-kvcache
