@@ -66,6 +66,7 @@ def is_enabled(name: str) -> bool:
 # results) is shared with the notebook, as in a normal cell.
 _spaces: dict[str, dict] = {}
 _private: dict[str, set[str]] = {}
+_hooked: set[int] = set()   # the shells whose cells are followed by ``_follow_notebook``
 
 
 def python_source(cell: str) -> str:
@@ -109,9 +110,7 @@ def _run_cell_body(shell, body: str, framework: str):
     space = _spaces.setdefault(framework, {})
     private = _private.setdefault(framework, set())
     private |= defined_names(tree)
-    for name in [n for n in space if n not in private and n not in shared]:
-        del space[name]  # deleted from the notebook since this framework's last cell
-    space.update((n, v) for n, v in shared.items() if n not in private)
+    _follow(space, private, shared)
     before = set(space)
     try:
         exec(compile(tree, filename, "exec"), space)
@@ -120,6 +119,21 @@ def _run_cell_body(shell, body: str, framework: str):
         shared.update((n, v) for n, v in space.items() if n not in private and shared.get(n, space) is not v)
         for name in before - set(space) - private:
             shared.pop(name, None)
+
+
+def _follow(space: dict, private: set[str], shared: dict) -> None:
+    """Make a framework's namespace hold the notebook's current values of the names it shares: what the notebook
+    deleted or rebound since is let go (and freed), and the framework's functions see what a cell sees."""
+    for name in [n for n in space if n not in private and n not in shared]:
+        del space[name]
+    space.update((n, v) for n, v in shared.items() if n not in private)
+
+
+def _follow_notebook(shell) -> None:
+    """After every cell: each framework's namespace follows the notebook's (``_follow``). Without it a framework's
+    namespace kept what its last cell saw (a model, a dataset) until its next cell, however long after."""
+    for framework, space in _spaces.items():
+        _follow(space, _private.get(framework, set()), shell.user_ns)
 
 
 def _say_skipped(message: str) -> None:
@@ -194,4 +208,7 @@ def register_magics(shell=None) -> bool:
     for name in NAMES:
         shell.register_magic_function(_make_magic(name), magic_kind="cell", magic_name=name)
     shell.register_magic_function(_needs, magic_kind="cell", magic_name="needs")
+    if id(shell) not in _hooked:
+        shell.events.register("post_run_cell", lambda result: _follow_notebook(shell))
+        _hooked.add(id(shell))
     return True

@@ -162,6 +162,25 @@ def test_each_framework_sees_its_own_classes(shell):
     assert shell.user_ns["from_torch"] == 6 and "shared_value" not in shell.user_ns
 
 
+def test_a_framework_namespace_lets_go_of_what_the_notebook_frees(shell):
+    import gc
+    import weakref
+
+    class Big:
+        pass
+
+    frameworks.use("both")
+    shell.user_ns["big"] = Big()
+    alive = weakref.ref(shell.user_ns["big"])
+    shell.run_cell("%%keras\ndef size():\n    return limit * 2\nlimit, sizer = 3, size")
+    shell.run_cell("%%pytorch\nseen = big")
+    shell.run_cell("big = seen = None\nlimit = 10")           # a plain cell frees the model and changes a value
+    gc.collect()
+    assert alive() is None, "no framework's namespace keeps what the notebook let go of"
+    shell.run_cell("doubled = sizer()")
+    assert shell.user_ns["doubled"] == 20, "a framework's function sees the notebook's current values"
+
+
 def test_cell_magics_understand_ipython_syntax(shell, capsys):
     frameworks.use("pytorch")
     result = shell.run_cell("%%pytorch\n!echo from-the-shell\nx = 3\n%time y = x + 1")
