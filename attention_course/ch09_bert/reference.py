@@ -53,8 +53,8 @@ def outputs(folder: str | os.PathLike, ids, mask, timeout: float = 600) -> Refer
                                     "(pip install torch transformers)")
     package = str(Path(__file__).resolve().parents[2])        # the child imports this module from where we did
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package, os.environ.get("PYTHONPATH")]))}
-    with tempfile.TemporaryDirectory(prefix="reference-bert-") as folder_io:
-        given, got = Path(folder_io) / "inputs.npz", Path(folder_io) / "outputs.npz"
+    with tempfile.TemporaryDirectory(prefix="reference-bert-") as scratch:
+        given, got = Path(scratch) / "inputs.npz", Path(scratch) / "outputs.npz"
         np.savez(given, ids=ids.astype(np.int64), mask=mask.astype(np.int64))
         run = subprocess.run([sys.executable, "-m", __name__, str(folder), str(given), str(got)],
                              capture_output=True, text=True, timeout=timeout, env=env)
