@@ -49,9 +49,11 @@ $(STAMP): requirements.txt pyproject.toml
 	@touch $@
 
 system:            ## npm (offline book assets) and a browser (browser test), from the OS when missing
-	@bash tools/ensure_system.sh $(BIN)
+	@bash tools/ensure_system.sh $(BIN) all
 
-vendor: $(STAMP) system
+# the book's JavaScript, served with it: npm only (the browser is the browser test's, `make test` installs it)
+vendor: $(STAMP)
+	@bash tools/ensure_system.sh $(BIN) npm
 	$(BIN)/python tools/vendor_static.py
 
 # BOOK_SOURCE: the folder holding _config.yml and _toc.yml (make test CHAPTERS=… builds _build/subset)
