@@ -19,7 +19,7 @@ from attention_course.ch04_score_functions.keras import ScoredAttention
 from attention_course.ch05_neural_machine_translation.keras import Encoder, embedding
 from attention_course.ch11_more_attention import validate
 from attention_course.core.keras import inputs
-from attention_course.core.keras.base import BuildOnCall, Layer, Model
+from attention_course.core.keras.base import BuildOnCall, Dense, Layer, Model
 from attention_course.core.text import UNK
 
 __all__ = ["PointerAttention", "PointerNetwork", "FixedOutputNetwork", "ConvolutionalAttention", "MarkerReader",
@@ -36,7 +36,7 @@ class PointerAttention(BuildOnCall, Layer):
         enc_dim, dec_dim, units = validate.sizes(enc_dim=enc_dim, dec_dim=dec_dim, units=units)
         self.W_1 = layers.Dense(units, use_bias=False)
         self.W_2 = layers.Dense(units, use_bias=False)
-        self.v = layers.Dense(1, use_bias=False)
+        self.v = Dense(1, use_bias=False)           # (B, T, N, u) → (B, T, N, 1) as one 2-D product
 
     def call(self, encoded, decoded, mask=None):
         encoded, decoded = inputs.floats(encoded, "encoded"), inputs.floats(decoded, "decoded")
@@ -387,7 +387,7 @@ class MonotonicAttention(BuildOnCall, Layer):
         self.noise = validate.non_negative("noise", noise)
         self.W = layers.Dense(units, use_bias=False)
         self.U = layers.Dense(units)
-        self.v = layers.Dense(1, use_bias=False)
+        self.v = Dense(1, use_bias=False)           # (B, T, S, u) → (B, T, S, 1) as one 2-D product
         self.r = self.add_weight(shape=(), initializer=keras.initializers.Constant(float(bias)), name="r")
 
     def probabilities(self, query, keys, mask=None, training=False):

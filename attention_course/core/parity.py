@@ -94,11 +94,10 @@ def _load(arrays: dict[str, np.ndarray], layer: Any, where: str) -> set[int]:
             target = layer[int(name)]
         else:
             target = getattr(layer, name, None)
-        if isinstance(target, list | tuple) or (isinstance(target, keras.layers.Layer)
-                                                and not type(target).__module__.startswith("keras")):
+        if isinstance(target, list | tuple) or (isinstance(target, keras.layers.Layer) and _course_layer(target)):
             done |= _load(sub, target, path + ".")        # a course layer, or a stack of them: by name
         elif isinstance(target, keras.layers.Layer):      # one of Keras' own layers: by type
-            kind = type(target.forward_layer if isinstance(target, keras.layers.Bidirectional) else target).__name__
+            kind = _keras_class(target.forward_layer if isinstance(target, keras.layers.Bidirectional) else target)
             if kind not in CONVERSIONS:
                 raise TypeError(f"no conversion for the Keras {type(target).__name__} {path}: add one to parity.py")
             weights = CONVERSIONS[kind](sub)
@@ -116,6 +115,17 @@ def _load(arrays: dict[str, np.ndarray], layer: Any, where: str) -> set[int]:
     return done
 
 
+def _keras_class(layer: Any) -> str:
+    """The name of the Keras class ``layer`` is or extends (the course's 2-D ``Dense`` is Keras' ``Dense``)."""
+    return next(c for c in type(layer).__mro__ if c.__module__.startswith("keras")).__name__
+
+
+def _course_layer(layer: Any) -> bool:
+    """A layer of the course's own, matched to PyTorch's by its sub-layers' names; not one of Keras' layers or a
+    course class that only changes how one computes (``core.keras.base.Dense``), matched by type."""
+    return not type(layer).__module__.startswith("keras") and _keras_class(layer) not in CONVERSIONS
+
+
 def _names(layer: Any, where: str = "") -> dict[int, str]:
     """The id of each Keras variable under ``layer`` → the PyTorch-style name of the layer holding it
     (``decoder.out``), for messages."""
@@ -130,7 +140,7 @@ def _names(layer: Any, where: str = "") -> dict[int, str]:
             if isinstance(item, keras.Variable):
                 names.setdefault(id(item), where + name)
             elif isinstance(item, keras.layers.Layer):
-                if not type(item).__module__.startswith("keras"):
+                if _course_layer(item):
                     names.update({k: v for k, v in _names(item, f"{where}{name}.").items() if k not in names})
                 names.update({id(w): where + name for w in item.weights if id(w) not in names})
     return names

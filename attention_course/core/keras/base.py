@@ -81,3 +81,15 @@ class Model(BuildOnCall, keras.Model):
     def __call__(self, *args, **kwargs):
         args, kwargs = _course_arguments(self, args, kwargs)
         return super().__call__(*args, **kwargs)
+
+
+class Dense(keras.layers.Dense):
+    """Keras' ``Dense`` as one 2-D matrix product whatever the input's rank: inputs (..., d) → (..., units).
+    TensorFlow 2.20 (Colab's in 2026) corrupts its memory, and the kernel dies, in the batched product of an input
+    (B, 1, N, d), B > 1 and d ≥ 32, by a kernel (d, 1): an additive attention's score at a single decoding step."""
+
+    def call(self, inputs, training=None):
+        if len(inputs.shape) <= 2:
+            return super().call(inputs, training=training)
+        flat = super().call(keras.ops.reshape(inputs, (-1, inputs.shape[-1])), training=training)   # (…, units)
+        return keras.ops.reshape(flat, (*keras.ops.shape(inputs)[:-1], self.units))
