@@ -19,7 +19,7 @@ from attention_course.ch01_sequence_models.keras import Seq2Seq, masked_softmax
 from attention_course.ch04_score_functions import validate
 from attention_course.core.choices import SCORES, score_layer
 from attention_course.core.keras import inputs
-from attention_course.core.keras.base import BuildOnCall, Layer
+from attention_course.core.keras.base import BuildOnCall, Dense, Layer
 
 __all__ = ["ScoreFunction", "DotScore", "ScaledDotScore", "GeneralScore", "concat_pairs", "ConcatScore",
            "AdditiveScore", "LinearConcatScore", "make_score", "ScoredAttention", "ScoredSeq2Seq", "SCORES"]
@@ -86,15 +86,14 @@ class ConcatScore(ScoreFunction):
     def __init__(self, d_query: int, d_key: int, units: int, **kwargs):
         super().__init__(**kwargs)
         self.d_query, self.d_key, self.units = validate.sizes(d_query=d_query, d_key=d_key, units=units)
-        self.W_a = layers.Dense(units, use_bias=False)
-        self.v_a = layers.Dense(1, use_bias=False)
+        self.W_a = Dense(units, use_bias=False)                      # one 2-D product each (see AdditiveScore)
+        self.v_a = Dense(1, use_bias=False)
 
     def call(self, query, key):
         query, key = inputs.pair(query, key)                       # float tensors
         validate.score_shapes(self, query, key)
         pairs = concat_pairs(query, key)                             # (B, T_q, T_k, d_q + d_k)
-        rows = ops.reshape(pairs, (-1, self.d_query + self.d_key))   # one pair per row (see AdditiveScore)
-        return ops.reshape(self.v_a(ops.tanh(self.W_a(rows))), ops.shape(pairs)[:3])  # (B, T_q, T_k)
+        return ops.squeeze(self.v_a(ops.tanh(self.W_a(pairs))), -1)  # (B, T_q, T_k)
 
     def get_config(self):
         return {**super().get_config(), "d_query": self.d_query, "d_key": self.d_key, "units": self.units}
@@ -109,16 +108,15 @@ class AdditiveScore(ScoreFunction):
         self.d_query, self.d_key, self.units = validate.sizes(d_query=d_query, d_key=d_key, units=units)
         self.W_a = layers.Dense(units, use_bias=False)
         self.U_a = layers.Dense(units, use_bias=False)
-        self.v_a = layers.Dense(1, use_bias=False)
+        # core.keras.base.Dense: Keras' Dense as one 2-D product; TensorFlow 2.20's batched product for a decoding
+        # step's (B, 1, T_k, u) @ (u, 1) corrupts memory and kills the kernel
+        self.v_a = Dense(1, use_bias=False)
 
     def call(self, query, key):
         query, key = inputs.pair(query, key)                       # float tensors
         validate.score_shapes(self, query, key)
         hidden = ops.expand_dims(self.W_a(query), 2) + ops.expand_dims(self.U_a(key), 1)  # (B, T_q, T_k, units)
-        # v_a on one pair per row (B·T_q·T_k, units): TensorFlow 2.20's CPU kernel for a (B, 1, T_k, u) @ (u, 1)
-        # product, which a decoding step (T_q = 1) would ask for, corrupts memory and kills the kernel.
-        rows = ops.reshape(ops.tanh(hidden), (-1, self.units))
-        return ops.reshape(self.v_a(rows), ops.shape(hidden)[:3])  # (B, T_q, T_k)
+        return ops.squeeze(self.v_a(ops.tanh(hidden)), -1)         # (B, T_q, T_k)
 
     def get_config(self):
         return {**super().get_config(), "d_query": self.d_query, "d_key": self.d_key, "units": self.units}
@@ -132,14 +130,13 @@ class LinearConcatScore(ScoreFunction):
     def __init__(self, d_query: int, d_key: int, **kwargs):
         super().__init__(**kwargs)
         self.d_query, self.d_key = validate.sizes(d_query=d_query, d_key=d_key)   # whole numbers >= 1
-        self.W_a = layers.Dense(1, use_bias=False)
+        self.W_a = Dense(1, use_bias=False)                          # one 2-D product (see AdditiveScore)
 
     def call(self, query, key):
         query, key = inputs.pair(query, key)                       # float tensors
         validate.score_shapes(self, query, key)
         pairs = concat_pairs(query, key)                             # (B, T_q, T_k, d_q + d_k)
-        rows = ops.reshape(pairs, (-1, self.d_query + self.d_key))   # one pair per row (see AdditiveScore)
-        return ops.reshape(self.W_a(rows), ops.shape(pairs)[:3])     # (B, T_q, T_k)
+        return ops.squeeze(self.W_a(pairs), -1)                      # (B, T_q, T_k)
 
     def get_config(self):
         return {**super().get_config(), "d_query": self.d_query, "d_key": self.d_key}

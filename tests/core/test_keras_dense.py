@@ -33,8 +33,12 @@ def test_a_compiled_call_of_unknown_sizes_keeps_the_leading_axes():
     np.testing.assert_allclose(np.asarray(out)[..., 0], np.full((8, 1, 12), float(np.sum(layer.kernel))), rtol=1e-5)
 
 
-def test_chapter_11s_additive_scores_are_the_2d_dense():
+def test_the_additive_scores_are_the_2d_dense():
     from attention_course.ch11_more_attention import keras as c11
 
     assert type(c11.PointerAttention(32, 32, 32).v) is Dense
     assert type(c11.MonotonicAttention(32, 32, 32).v) is Dense
+    from attention_course.ch04_score_functions import keras as c4
+
+    assert type(c4.AdditiveScore(32, 32, 32).v_a) is Dense
+    assert type(c4.ConcatScore(32, 32, 32).v_a) is Dense

@@ -85,8 +85,9 @@ class Model(BuildOnCall, keras.Model):
 
 class Dense(keras.layers.Dense):
     """Keras' ``Dense`` as one 2-D matrix product whatever the input's rank: inputs (..., d) → (..., units).
-    TensorFlow 2.20 (Colab's in 2026) corrupts its memory, and the kernel dies, in the batched product of an input
-    (B, 1, N, d), B > 1 and d ≥ 32, by a kernel (d, 1): an additive attention's score at a single decoding step."""
+    TensorFlow 2.20 (Colab's in 2026) corrupts its memory, and the kernel dies, in some batched products of an input
+    (B, 1, N, d) by a kernel, such as (B > 1, d ≥ 32) by (d, 1): an additive attention's score at a single decoding
+    step."""
 
     def call(self, inputs, training=None):
         if len(inputs.shape) <= 2:
