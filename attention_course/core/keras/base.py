@@ -92,5 +92,5 @@ class Dense(keras.layers.Dense):
     def call(self, inputs, training=None):
         if len(inputs.shape) <= 2:
             return super().call(inputs, training=training)
-        flat = super().call(keras.ops.reshape(inputs, (-1, inputs.shape[-1])), training=training)   # (…, units)
+        flat = super().call(keras.ops.reshape(inputs, (-1, inputs.shape[-1])), training=training)   # (rows, units)
         return keras.ops.reshape(flat, (*keras.ops.shape(inputs)[:-1], self.units))
