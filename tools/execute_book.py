@@ -21,6 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from tools.kernel_sockets import kernel_config  # noqa: E402
 from tools.notebook_cache import cache_dir, store  # noqa: E402
 
 TIMEOUT = 900   # seconds per cell, as _config.yml's execute.timeout
@@ -74,11 +75,12 @@ def execute(path: Path) -> tuple[Path, float, str]:
     start = time.perf_counter()
     nb = nbformat.read(path, as_version=4)
     kernelspec = dict(nb.metadata.get("kernelspec", {}))   # the cache keys a notebook on its source's
-    try:
-        NotebookClient(nb, timeout=TIMEOUT, kernel_name="python3", record_timing=False,   # timings would change its key
-                       resources={"metadata": {"path": str(path.parent)}}).execute()
-    except Exception as err:   # the build runs it again and shows the error in its own report
-        return path, time.perf_counter() - start, f"{type(err).__name__}: {str(err)[-300:]}"
+    with kernel_config() as config:
+        try:
+            NotebookClient(nb, timeout=TIMEOUT, kernel_name="python3", record_timing=False,  # timings: another key
+                           resources={"metadata": {"path": str(path.parent)}}, config=config).execute()
+        except Exception as err:   # the build runs it again and shows the error in its own report
+            return path, time.perf_counter() - start, f"{type(err).__name__}: {str(err)[-300:]}"
     seconds = time.perf_counter() - start
     nb.metadata["kernelspec"] = kernelspec                  # nbclient writes the running kernel's there
     store(nb, path, seconds)

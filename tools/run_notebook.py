@@ -25,6 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from tools.kernel_sockets import kernel_config  # noqa: E402
 
 PEAK = ("import resource, sys; print('PEAK_RSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); "
         "print('LOADED', *[fw for fw, m in (('keras', 'tensorflow'), ('pytorch', 'torch')) if m in sys.modules])")
@@ -58,16 +59,17 @@ def _run(path: Path, out: Path | None, timeout: int, record: str | None = None, 
                              f"({err.msg})") from None
         nb.cells.append(nbformat.v4.new_code_cell(RECORD.format(record)))
     nb.cells.append(nbformat.v4.new_code_cell(PEAK))
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}})
     start, error = time.perf_counter(), None
-    try:
-        client.execute(**kernel_options)
-    except CellExecutionError as err:
-        lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in str(err).splitlines() if line.strip()]
-        error = next((line for line in reversed(lines) if "Error" in line), lines[-1] if lines else "error")[:400]
-    except DeadKernelError:   # a crash in a library (a segmentation fault, an abort) or the memory limit
-        error = f"the kernel died in code cell {client.code_cells_executed} (crashed, or killed for memory)"
+    with kernel_config() as config:
+        client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                                resources={"metadata": {"path": str(path.parent)}}, config=config)
+        try:
+            client.execute(**kernel_options)
+        except CellExecutionError as err:
+            lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in str(err).splitlines() if line.strip()]
+            error = next((line for line in reversed(lines) if "Error" in line), lines[-1] if lines else "error")[:400]
+        except DeadKernelError:   # a crash in a library (a segmentation fault, an abort) or the memory limit
+            error = f"the kernel died in code cell {client.code_cells_executed} (crashed, or killed for memory)"
     seconds = time.perf_counter() - start
     printed = "".join(o.get("text", "") for o in nb.cells[-1].get("outputs", []) if o.get("name") == "stdout")
     found = re.search(r"PEAK_RSS_KB (\d+)", printed)

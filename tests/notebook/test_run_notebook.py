@@ -1,5 +1,7 @@
 """tools/run_notebook.py, behind `make robustness` and `make colab-check`: every outcome is one JSON-ready row."""
 
+import os
+
 import nbformat
 import pytest
 
@@ -13,11 +15,13 @@ def _notebook(tmp_path, *sources):
     return path
 
 
-def test_a_notebook_that_runs_reports_its_peak_memory(tmp_path):
+def test_a_notebook_that_runs_reports_its_peak_memory(tmp_path, capfd):
     result = run(_notebook(tmp_path, "x = bytearray(50 * 2**20)"))
     assert result["ok"] and result["error"] is None
     assert result["peak_rss_mb"] > 50
     assert result["loaded"] == [], "no framework was imported"
+    if os.name == "posix":     # Unix sockets (tools/kernel_sockets.py): the kernel has no TCP warning to print
+        assert "without encryption" not in capfd.readouterr().err
 
 
 def test_the_row_names_the_frameworks_the_kernel_imported(tmp_path):
