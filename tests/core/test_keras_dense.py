@@ -1,5 +1,5 @@
 """``core.keras.base.Dense`` is Keras' ``Dense`` computed as one 2-D matrix product: the same numbers for inputs of
-any rank, in eager and in compiled calls of unknown sizes. Chapter 11's additive scores use it, since TensorFlow
+any rank, in eager and in compiled calls of unknown sizes. Chapters 4 and 11's additive scores use it: TensorFlow
 2.20 (Colab's) crashes in the batched product of a single decoding step's scores, (B, 1, N, d) by (d, 1)
 (`make colab-check` found it)."""
 
