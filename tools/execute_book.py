@@ -21,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tools.kernel_sockets import kernel_config  # noqa: E402
+from attention_course.notebook.kernels import kernel_config  # noqa: E402
 from tools.notebook_cache import cache_dir, store  # noqa: E402
 
 TIMEOUT = 900   # seconds per cell, as _config.yml's execute.timeout

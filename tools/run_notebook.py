@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tools.kernel_sockets import kernel_config  # noqa: E402
+from attention_course.notebook.kernels import kernel_config  # noqa: E402
 
 PEAK = ("import resource, sys; print('PEAK_RSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); "
         "print('LOADED', *[fw for fw, m in (('keras', 'tensorflow'), ('pytorch', 'torch')) if m in sys.modules])")

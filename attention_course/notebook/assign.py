@@ -431,24 +431,27 @@ def run_until_first_exercise(nb_path: str | Path, timeout: int = 600) -> int:
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
+    from attention_course.notebook.kernels import kernel_config
+
     nb_path = Path(nb_path).resolve()
     nb = strip_solutions(nbformat.read(nb_path, as_version=4), name=str(nb_path))
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                            kernel_manager_class=_kernel_manager_class(),
-                            resources={"metadata": {"path": str(nb_path.parent)}})
     stub_at: int | None = None
-    with client.setup_kernel():
-        for i, cell in enumerate(nb.cells):
-            if cell.cell_type != "code":
-                continue
-            if stub_at is None and STUB in cell.source:
-                stub_at = i
-            try:
-                client.execute_cell(cell, i)
-            except CellExecutionError as err:
-                if stub_at is not None and err.ename == "NotImplementedError":
-                    return stub_at
-                raise
+    with kernel_config() as config:
+        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", config=config,
+                                kernel_manager_class=_kernel_manager_class(),
+                                resources={"metadata": {"path": str(nb_path.parent)}})
+        with client.setup_kernel():
+            for i, cell in enumerate(nb.cells):
+                if cell.cell_type != "code":
+                    continue
+                if stub_at is None and STUB in cell.source:
+                    stub_at = i
+                try:
+                    client.execute_cell(cell, i)
+                except CellExecutionError as err:
+                    if stub_at is not None and err.ename == "NotImplementedError":
+                        return stub_at
+                    raise
     if stub_at is not None:
         raise AssertionError(f"{nb_path}: exercise stub in cell {stub_at} never raised NotImplementedError")
     return -1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -173,11 +174,13 @@ def test_cli(repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 
 
 @pytest.mark.notebooks
-def test_student_copy_runs_until_first_exercise(repo: Path, tmp_path: Path) -> None:
+def test_student_copy_runs_until_first_exercise(repo: Path, tmp_path: Path, capfd) -> None:
     assign.export([1], tmp_path / "out", repo_root=repo)
     # cwd must be the notebook's folder: the setup cell reads data.txt next to it.
     assert assign.run_until_first_exercise(tmp_path / "out" / "student" / "01-alpha" / "alpha.ipynb",
                                            timeout=60) == 3
+    if os.name == "posix":     # Unix sockets (attention_course.notebook.kernels): no TCP warning from the kernel
+        assert "without encryption" not in capfd.readouterr().err
 
 
 @pytest.mark.notebooks

@@ -20,7 +20,7 @@ def test_a_notebook_that_runs_reports_its_peak_memory(tmp_path, capfd):
     assert result["ok"] and result["error"] is None
     assert result["peak_rss_mb"] > 50
     assert result["loaded"] == [], "no framework was imported"
-    if os.name == "posix":     # Unix sockets (tools/kernel_sockets.py): the kernel has no TCP warning to print
+    if os.name == "posix":     # Unix sockets (attention_course.notebook.kernels): no TCP warning from the kernel
         assert "without encryption" not in capfd.readouterr().err
 
 

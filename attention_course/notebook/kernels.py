@@ -1,4 +1,5 @@
-"""How the course's tools talk to the kernels they start: over Unix sockets rather than TCP on localhost.
+"""How the course talks to the kernels it starts (`make book`, `make robustness`, `make colab-check`, the
+assignment checks): over Unix sockets rather than TCP on localhost.
 
 Over TCP, ipykernel warns at every start that the traffic is not encrypted (one warning per notebook in `make book`); a
 kernel reached through Unix sockets in a folder of its own carries none of that. The folder's path is absolute
