@@ -27,7 +27,7 @@ __all__ = ["ACTIVATIONS", "NER_ATTENTION", "NER_PLACES", "POOLING", "Variational
 
 class VariationalLSTM(Layer):
     """An LSTM that returns every state, with ``dropout`` on the inputs and ``recurrent_dropout`` on h_{t-1},
-    one mask per sequence ("variational" dropout): Keras' own ``LSTM`` (wrapped in ``Bidirectional`` when
+    one mask per sequence and gate ("variational" dropout): Keras' own ``LSTM`` (wrapped in ``Bidirectional`` when
     ``bidirectional``). ``input_size`` is the size d of the inputs it takes (as in the PyTorch twin).
     x (B, T, d) → states (B, T, H), or (B, T, 2H) when ``bidirectional``.
     """
