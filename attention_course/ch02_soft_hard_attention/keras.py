@@ -39,9 +39,10 @@ MASKED_SCORE = -1e9  # the score of a masked key before a sampled softmax (finit
 
 
 def torch_linear_init():
-    """PyTorch's nn.Linear initialisation (uniform ±1/√fan_in), so both frameworks start from the same
-    distribution. A fresh instance per layer: an unseeded Keras initializer reused across layers draws the
-    same numbers for each of them."""
+    """PyTorch's nn.Linear weight initialisation (uniform ±1/√fan_in), so both frameworks' kernels start from the
+    same distribution (a Dense layer's bias still starts at zero, an nn.Linear's in the same range as its weights).
+    A fresh instance per layer: an unseeded Keras initializer reused across layers draws the same numbers for each
+    of them."""
     return keras.initializers.VarianceScaling(scale=1 / 3, mode="fan_in", distribution="uniform")
 
 
@@ -329,7 +330,7 @@ class PointerTrainer:
 
     def __init__(self, model: PointerModel, rng, *, lr: float, baseline: bool, entropy: float):
         self.model, self.rng, self.baseline = model, rng, baseline
-        self.optimizer = Adam(learning_rate=lr, epsilon=1e-8)     # PyTorch's Adam defaults
+        self.optimizer = Adam(learning_rate=lr, epsilon=1e-8)     # PyTorch's ε (Keras adds it before bias correction)
         self.optimizer.build(model.trainable_variables)
         self.reward_avg: np.ndarray = np.zeros(model.steps, np.float32)
         self.seconds, self.last_loss = 0.0, float("nan")

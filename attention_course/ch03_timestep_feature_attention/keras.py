@@ -27,9 +27,9 @@ __all__ = ["ACTIVATIONS", "NER_ATTENTION", "NER_PLACES", "POOLING", "Variational
 
 class VariationalLSTM(Layer):
     """An LSTM that returns every state, with ``dropout`` on the inputs and ``recurrent_dropout`` on h_{t-1},
-    one mask per sequence and gate ("variational" dropout): Keras' own ``LSTM`` (wrapped in ``Bidirectional`` when
-    ``bidirectional``). ``input_size`` is the size d of the inputs it takes (as in the PyTorch twin).
-    x (B, T, d) → states (B, T, H), or (B, T, 2H) when ``bidirectional``.
+    one mask per sequence, and per gate once ``recurrent_dropout`` is set ("variational" dropout): Keras' own
+    ``LSTM`` (wrapped in ``Bidirectional`` when ``bidirectional``). ``input_size`` is the size d of the inputs it
+    takes (as in the PyTorch twin). x (B, T, d) → states (B, T, H), or (B, T, 2H) when ``bidirectional``.
     """
 
     def __init__(self, input_size: int, hidden: int, bidirectional: bool = False, dropout: float = 0.0,

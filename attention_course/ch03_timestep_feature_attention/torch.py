@@ -28,9 +28,10 @@ class VariationalLSTM(nn.Module):
     """An LSTM that returns every state, with Keras' two dropouts: ``dropout`` on the inputs and
     ``recurrent_dropout`` on the previous state h_{t-1}, each with ONE mask per sequence, the same at every
     timestep ("variational" dropout, Gal & Ghahramani 2016), as ``keras.layers.LSTM(dropout=…,
-    recurrent_dropout=…)`` does, except that Keras draws a mask for each of the four gates and this layer one
-    for all four. ``nn.LSTM`` has no recurrent dropout, so while training with one the steps run in a Python loop
-    over the weights of ``self.lstm``; otherwise (evaluation, no dropout) the fused ``nn.LSTM`` runs.
+    recurrent_dropout=…)`` does, except that Keras, once ``recurrent_dropout`` is set, draws a mask for each of
+    the four gates and this layer one for all four. ``nn.LSTM`` has no recurrent dropout, so while training with one
+    the steps run in a Python loop over the weights of ``self.lstm``; otherwise (evaluation, no dropout) the fused
+    ``nn.LSTM`` runs.
     x (B, T, d) → states (B, T, H), or (B, T, 2H) when ``bidirectional``.
     """
 

@@ -234,7 +234,7 @@ class LearnedPositions(BuildOnCall, Layer):
     def __init__(self, max_len: int, d_model: int, **kwargs):
         super().__init__(**kwargs)
         self.max_len, self.d_model = validate.sizes(max_len=max_len, d_model=d_model)
-        self.table = layers.Embedding(max_len, d_model)
+        self.table = torch_like_embedding(max_len, d_model)           # N(0, 1), as the PyTorch twin's table
 
     def call(self, x):
         # x (B, T, d_model) → x + E[:T]

@@ -171,7 +171,8 @@ class EncoderLayer(BuildOnCall, Layer):
     normalised by a LayerNorm after the sum (post-LN, ``norm_first=False``) or before the sub-layer (pre-LN).
     ``causal=True`` lets each position see only itself and earlier ones: the block of a decoder-only model, which is
     the decoder layer without its attention over an encoder; ``cache`` (a ``KVCache``) then decodes step by step.
-    BERT's layer is this one with ``activation="gelu"`` and ``eps=1e-12`` (the LayerNorms' epsilon)."""
+    BERT's layer computes what this one does with ``activation="gelu"`` and ``eps=1e-12`` (the LayerNorms'
+    epsilon); in training BERT drops attention weights, where this layer drops the feed-forward's hidden units."""
 
     def __init__(self, d_model: int, heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False,
                  causal: bool = False, activation: str = "relu", eps: float = EPSILON, **kwargs):
@@ -409,7 +410,8 @@ class LanguageModel(Model):
 def framework_encoder_layer(layer: EncoderLayer) -> keras.Model:
     """The same encoder layer composed of Keras' own ``keras.layers.MultiHeadAttention``, ``Dense``,
     ``LayerNormalization`` and ``Dropout`` (Keras has no encoder-layer class), holding the weights of the course's
-    ``layer``: a functional model x (B, S, d), mask (B, S) → (B, S, d)."""
+    ``layer``: a functional model x (B, S, d), mask (B, S) → (B, S, d). Without dropout the two compute the same
+    outputs (in training this one has no dropout inside the feed-forward network)."""
     from attention_course.ch07_self_attention.keras import as_framework_layer
 
     mha, ff = layer.self_attention, layer.feed_forward

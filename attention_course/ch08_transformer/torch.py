@@ -136,7 +136,8 @@ class EncoderLayer(nn.Module):
     normalised by a LayerNorm after the sum (post-LN, ``norm_first=False``) or before the sub-layer (pre-LN).
     ``causal=True`` lets each position see only itself and earlier ones: the block of a decoder-only model, which is
     the decoder layer without its attention over an encoder; ``cache`` (a ``KVCache``) then decodes step by step.
-    BERT's layer is this one with ``activation="gelu"`` and ``eps=1e-12`` (the LayerNorms' epsilon)."""
+    BERT's layer computes what this one does with ``activation="gelu"`` and ``eps=1e-12`` (the LayerNorms'
+    epsilon); in training BERT drops attention weights, where this layer drops the feed-forward's hidden units."""
 
     def __init__(self, d_model: int, heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False,
                  causal: bool = False, activation: str = "relu", eps: float = 1e-5):
@@ -336,7 +337,8 @@ class LanguageModel(nn.Module):
 
 def framework_encoder_layer(layer: EncoderLayer) -> nn.TransformerEncoderLayer:
     """PyTorch's own ``nn.TransformerEncoderLayer`` holding the weights of the course's ``layer`` (batch first, the
-    same activation, norm placement and LayerNorm epsilon): the two compute the same outputs."""
+    same activation, norm placement and LayerNorm epsilon): the two compute the same outputs without dropout (in
+    training PyTorch's also drops attention weights)."""
     mha, ff = layer.self_attention, layer.feed_forward
     d_model, d_ff = ff.W_1.in_features, ff.W_1.out_features
     theirs = nn.TransformerEncoderLayer(d_model, mha.heads, d_ff, dropout=layer.dropout.p, batch_first=True,

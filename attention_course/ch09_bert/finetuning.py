@@ -48,7 +48,7 @@ def train_classifier(fw: ModuleType, inputs: tuple, y: np.ndarray, sizes: dict[s
                      vocab: int | None = None, classes: int = 2, seed: int = 0, settings: dict[str, Any] = FINETUNE,
                      desc: str | None = None):
     """A ``SentenceClassifier`` over the BERT of ``weights`` (None: a fresh one of ``sizes`` and ``vocab``) trained
-    on ``inputs`` (ids, mask[, segments]) and labels ``y`` (0 … ``classes`` − 1) with Adam on BERT's schedule
+    on ``inputs`` (ids, mask[, segments]) and labels ``y`` (0 … ``classes`` − 1) with Adam on ``linear_schedule``
     (``settings``: epochs, batch_size, lr and the warm-up's share of the steps). Returns the model and the training
     seconds."""
     session.seed_everything(seed)

@@ -50,7 +50,8 @@ class SentencePairs:
 
 def encode_pairs(tokenizer, first: list[str], second: list[str], y, max_len: int) -> SentencePairs:
     """``[CLS] A [SEP] B [SEP]`` for each pair, B's pieces and its [SEP] in segment 1; a pair longer than ``max_len``
-    pieces loses pieces from the end of the longer of A and B, one at a time, as BERT's ``truncate_seq_pair``. (The
+    pieces loses pieces from the end of the longer of A and B, one at a time, as BERT's fine-tuning code does
+    (``_truncate_seq_pair``; its pre-training data cuts the front or the end at random). (The
     cut is made here: the tokenizer's own truncation keeps every cut-off piece as an extra encoding, 170 MB for ten
     thousand pairs that the kernel does not give back.)"""
     tokenizer.no_padding()

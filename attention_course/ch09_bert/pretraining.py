@@ -39,7 +39,7 @@ PRETRAIN_SIZES: dict[str, dict[str, Any]] = {
 }
 
 #: Fine-tuning on Chapter 3's sentiment sentences (Amazon and Yelp, 1,600 training and 400 validation sentences,
-#: split by the seed as Chapter 3 splits them): pieces per sentence, epochs, batch, and Adam's peak rate on BERT's
+#: split by the seed as Chapter 3 splits them): pieces per sentence, epochs, batch, and Adam's peak rate on the
 #: schedule (``linear_schedule``, rising over the ``warmup`` share of the steps); the same for the pretrained BERT and
 #: for the one trained from scratch.
 FINETUNE: dict[str, Any] = {"max_len": 48, "epochs": 5, "batch_size": 32, "lr": 3e-4, "warmup": 0.1}
@@ -154,8 +154,10 @@ VAL_SEED = 9   # the masking of the validation sequences: the same for every run
 
 
 def linear_schedule(peak: float, warmup: int, steps: int):
-    """BERT's learning rate: rising linearly to ``peak`` over ``warmup`` steps, then falling linearly to 0 at
-    ``steps``. Steps count from 1."""
+    """The linear warm-up and decay that BERT made common, as Hugging Face's ``get_linear_schedule_with_warmup``
+    computes it: rising linearly to ``peak`` over ``warmup`` steps, then falling linearly to 0 at ``steps`` (BERT's
+    own code starts the fall at step 0, so its rate ends the warm-up at peak · (1 − warmup / steps)). Steps count
+    from 1."""
     def rate(step: int) -> float:
         return peak * min(step / warmup, max(0.0, (steps - step) / max(steps - warmup, 1)))
 

@@ -216,6 +216,16 @@ def test_positions_twins_agree():
                                rtol=1e-5, atol=1e-5)
 
 
+def test_learned_positions_start_alike_in_both_frameworks():
+    # the twins' tables start from the same distribution, N(0, 1) (Keras' default embedding would be U(±0.05))
+    torch.manual_seed(0)
+    keras.utils.set_random_seed(0)
+    k = ac.keras.LearnedPositions(256, 64)
+    k(np.zeros((1, 4, 64), np.float32))
+    for table in (to_numpy(ac.torch.LearnedPositions(256, 64).table.weight), to_numpy(k.table.embeddings)):
+        assert abs(table.mean()) < 0.04 and 0.97 < table.std() < 1.03 and np.abs(table).max() > 3, table.std()
+
+
 @pytest.mark.parametrize("backward", [False, True])
 def test_every_benchmarked_attention_runs(fw, backward):
     for kind in (*cost_of(fw).MHA_KINDS, *cost_of(fw).FLASH_KINDS):      # Chapter 7's and Chapter 10's cases
