@@ -98,8 +98,8 @@ class FeatureAttention(nn.Module):
     features; the weights multiply the inputs. Each weight sees the other features of the same timestep, and
     the same (d × d) layer serves every timestep, so any length T works.
 
-    ``single=True`` averages the weights over time into one vector per sequence (the ``SINGLE_ATTENTION_VECTOR``
-    option of the well-known Keras ``attention_3d_block``); ``mask`` (B, T) then keeps pads out of the average.
+    ``single=True`` averages the weights over time into one vector per sequence (the talk's "single attention
+    vector"); ``mask`` (B, T) then keeps pads out of the average.
     ``activation="linear"`` skips the softmax. x (B, T, d) → (B, T, d), weights (B, T, d).
     """
 
@@ -133,6 +133,7 @@ class TimestepAttention(nn.Module):
     time for each feature, averaged over the features into one weight per timestep, multiplied in. Each
     weight sees the same feature at the other timesteps. The Dense is T × T: the layer only takes sequences of
     exactly ``steps`` timesteps. ``mask`` (B, T) gives pads zero weight. x (B, T, d) → (B, T, d), weights (B, T).
+    The widely copied Keras ``attention_3d_block`` with ``SINGLE_ATTENTION_VECTOR = True`` is this block, less the mask.
     """
 
     def __init__(self, steps: int, activation: str = "softmax"):
