@@ -25,7 +25,7 @@ TIME_PARAGRAPH = re.compile(r"\*\*Time\*\* .*?(?=\n\n|\n```)", re.DOTALL)
 
 
 def _minutes(seconds: float) -> int:
-    return max(1, round(seconds / 60))
+    return max(1, int(seconds / 60 + 0.5))             # half a minute rounds up, as a reader would
 
 
 def row_page(row: dict) -> str:

@@ -98,3 +98,8 @@ def test_each_timed_comparison_says_when_it_was_measured(tmp_path):
                         "**Chapters 5, 6, 8 and 9: one training step of each chapter's model at its quick size** "
                         "(`train-step`, measured 2026-11-26)"]
     assert "| keras | cache | 8 | 25.5 |" in lines
+
+
+def test_the_boxes_round_half_a_minute_up():
+    # 150 s is "3 min", as a reader rounds (Python's round() would say 2); never "0 min"
+    assert [chapter_times._minutes(s) for s in (10, 89, 90, 149, 150, 151)] == [1, 1, 2, 2, 3, 3]
