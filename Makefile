@@ -44,8 +44,8 @@ env: $(STAMP)
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -r requirements.txt
-	$(BIN)/python -m pip install -q --no-deps -e .
+	$(BIN)/python tools/install_requirements.py $(BIN) -r requirements.txt
+	$(BIN)/python tools/install_requirements.py $(BIN) --no-deps -e .
 	@touch $@
 
 system:            ## npm (offline book assets) and a browser (browser test), from the OS when missing
