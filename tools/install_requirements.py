@@ -2,9 +2,10 @@
 
 uv (https://docs.astral.sh/uv/, ``uv pip install``) takes the same arguments as ``pip install`` and downloads and
 unpacks in parallel: on a fresh machine it installs ``requirements.txt`` several times quicker than pip, most of
-``make env``. It reads none of pip's configuration, so the wheel folders and constraint files that pip is configured
-with (``pip config list``, which includes the ``PIP_*`` variables) are passed on: both then pick the same files
-(a local CPU build of torch, say). Standard library only: it runs before anything is installed.
+``make env``. It reads none of pip's configuration, so the indexes, wheel folders and constraint files that pip is
+configured with (``pip config list``, which includes the ``PIP_*`` variables) are passed on, with pip's way of
+choosing among indexes: both then pick the same files (a local CPU build of torch, say). Standard library only: it
+runs before anything is installed.
 
     python tools/install_requirements.py .venv/bin -r requirements.txt     # the Makefile's env target
     python tools/install_requirements.py .venv/bin --no-deps -e .
@@ -32,7 +33,11 @@ def pip_settings(python: Path) -> list[str]:
         key, _, value = line.partition("=")
         option = PASSED_ON.get(key.rpartition(".")[2])
         if option:
-            for item in ast.literal_eval(value).split():
+            try:
+                items = ast.literal_eval(value).split()           # pip prints each value as a Python string
+            except (ValueError, SyntaxError):
+                continue
+            for item in items:
                 if item not in options:
                     options += [option, item]
     return options + ["--index-strategy", "unsafe-best-match"] if options else options
