@@ -4,8 +4,11 @@ uv (https://docs.astral.sh/uv/, ``uv pip install``) takes the same arguments as 
 unpacks in parallel: on a fresh machine it installs ``requirements.txt`` several times quicker than pip, most of
 ``make env``. It reads none of pip's configuration, so the indexes, wheel folders and constraint files that pip is
 configured with (``pip config list``, which includes the ``PIP_*`` variables) are passed on, with pip's way of
-choosing among indexes: both then pick the same files (a local CPU build of torch, say). Standard library only: it
-runs before anything is installed.
+choosing among indexes: both then pick the same files (a local CPU build of torch, say). Like pip, and unlike uv's
+default, it compiles the installed modules to bytecode (``--compile-bytecode``): where ``PYTHONDONTWRITEBYTECODE``
+is set (many containers and CI machines) nothing else ever writes it, and every kernel would compile TensorFlow's,
+PyTorch's and the course's modules again as it imports them. Standard library only: it runs before anything is
+installed.
 
     python tools/install_requirements.py .venv/bin -r requirements.txt     # the Makefile's env target
     python tools/install_requirements.py .venv/bin --no-deps -e .
@@ -50,7 +53,8 @@ def install(bin_dir: Path, args: list[str]) -> int:
     if not uv.exists():
         subprocess.run([str(python), "-m", "pip", "install", "-q", "uv"])
     if uv.exists():
-        done = subprocess.run([str(uv), "pip", "install", "-q", "--python", str(python), *pip_settings(python), *args])
+        done = subprocess.run([str(uv), "pip", "install", "-q", "--compile-bytecode", "--python", str(python),
+                               *pip_settings(python), *args])
         if done.returncode == 0:
             return 0
         print("install_requirements: uv could not install them; trying pip", file=sys.stderr)

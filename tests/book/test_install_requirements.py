@@ -50,8 +50,8 @@ def test_uv_gets_what_pip_is_configured_with(tmp_path):
     done = _install(bin_dir, "-r", "requirements.txt")
     assert done.returncode == 0, done.stderr
     (line,) = (tmp_path / "log").read_text().splitlines()         # uv alone: pip installs nothing
-    assert line.startswith(f"uv pip install -q --python {bin_dir / 'python'} ")
-    options = line.split()[6:]
+    assert line.startswith(f"uv pip install -q --compile-bytecode --python {bin_dir / 'python'} ")
+    options = line.split()[7:]
     assert options == ["--find-links", "/opt/wheels", "--extra-index-url", "file:///a/simple",
                        "--extra-index-url", "file:///b/simple", "--constraint", "/etc/pip/constraints.txt",
                        "--index-strategy", "unsafe-best-match", "-r", "requirements.txt"]
