@@ -6,9 +6,9 @@ unpacks in parallel: on a fresh machine it installs ``requirements.txt`` several
 configured with (``pip config list``, which includes the ``PIP_*`` variables) are passed on, with pip's way of
 choosing among indexes: both then pick the same files (a local CPU build of torch, say). Like pip, and unlike uv's
 default, it compiles the installed modules to bytecode (``--compile-bytecode``): where ``PYTHONDONTWRITEBYTECODE``
-is set (many containers and CI machines) nothing else ever writes it, and every kernel would compile TensorFlow's,
-PyTorch's and the course's modules again as it imports them. Standard library only: it runs before anything is
-installed.
+is set (many containers and CI machines) nothing else ever writes it, and every kernel would compile the modules of
+TensorFlow, PyTorch and the other libraries again as it imports them. Standard library only: it runs before anything
+is installed.
 
     python tools/install_requirements.py .venv/bin -r requirements.txt     # the Makefile's env target
     python tools/install_requirements.py .venv/bin --no-deps -e .
