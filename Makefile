@@ -58,10 +58,12 @@ vendor: $(STAMP)
 
 # BOOK_SOURCE: the folder holding _config.yml and _toc.yml (make test CHAPTERS=… builds _build/subset)
 BOOK_SOURCE ?= .
-# tools/execute_book.py first runs the notebooks the execution cache lacks, one kernel per core (BOOK_JOBS=…);
-# jupyter-book then renders them from the cache.
-book: $(STAMP) vendor
-	$(BIN)/python tools/execute_book.py $(BOOK_SOURCE)
+# tools/execute_book.py first runs the notebooks the execution cache lacks, one kernel per core (BOOK_JOBS=…),
+# while the book's JavaScript installs (only the rendering needs it); jupyter-book then renders them from the cache.
+book: $(STAMP)
+	$(MAKE) --no-print-directory vendor & vendor=$$!; \
+	$(BIN)/python tools/execute_book.py $(BOOK_SOURCE); executed=$$?; \
+	wait $$vendor && exit $$executed
 	$(BIN)/jupyter-book build $(BOOK_SOURCE) -W -n --keep-going
 	@echo "Book built: $(abspath $(BOOK_SOURCE)/_build/html/index.html)"
 

@@ -74,3 +74,47 @@ def test_a_run_notebook_is_cached_and_not_run_again_and_a_failed_one_is_left_to_
     assert execute_book.jobs(5) == 1 and execute_book.jobs(0) == 1
     monkeypatch.setenv("BOOK_JOBS", "8")
     assert execute_book.jobs(3) == 3, "never more kernels than notebooks"
+
+
+def _stubbed_make_book(tmp_path: Path, vendor_status: int):
+    """``make book`` with the commands it runs replaced by stubs that log what they do: the JavaScript's install
+    (``vendor_static.py``) waits until the notebooks have started, and the notebooks until it has started, so a
+    recipe that ran one after the other would fail here."""
+    import subprocess
+
+    venv, log = tmp_path / "venv", tmp_path / "log"
+    (venv / "bin").mkdir(parents=True)
+    wait_for = 'for i in $(seq 100); do grep -q "$1" "$LOG" && return 0; sleep 0.05; done; return 1'
+    stubs = {
+        "python": f"""w() {{ {wait_for}; }}
+case "$1" in
+  tools/vendor_static.py) echo vendor-started >> "$LOG"; w notebooks-started || exit 3; exit "$VENDOR_STATUS" ;;
+  tools/execute_book.py) echo notebooks-started >> "$LOG"; w vendor-started || exit 3; echo notebooks-done >> "$LOG" ;;
+  *) echo "python $*" >> "$LOG" ;;
+esac""",
+        "jupyter-book": 'echo render >> "$LOG"',
+        "npm": "true",
+    }
+    for name, body in stubs.items():
+        stub = venv / "bin" / name
+        stub.write_text(f"#!/usr/bin/env bash\n{body}\n")
+        stub.chmod(0o755)
+    (venv / ".installed").touch()                        # the environment is there: make does not install it
+    env = {**os.environ, "LOG": str(log), "VENDOR_STATUS": str(vendor_status),
+           "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), "book", f"VENV={venv}",
+                           f"BOOK_SOURCE={tmp_path}"], env=env, capture_output=True, text=True, timeout=120)
+    return done, log.read_text().split() if log.exists() else []
+
+
+@pytest.mark.skipif(os.name != "posix", reason="make and bash stubs")
+def test_make_book_installs_the_javascript_while_the_notebooks_run_and_renders_after_both(tmp_path):
+    done, log = _stubbed_make_book(tmp_path, vendor_status=0)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert set(log[:2]) == {"vendor-started", "notebooks-started"} and log[-1] == "render", log
+
+
+@pytest.mark.skipif(os.name != "posix", reason="make and bash stubs")
+def test_make_book_stops_before_rendering_when_the_javascript_does_not_install(tmp_path):
+    done, log = _stubbed_make_book(tmp_path, vendor_status=1)
+    assert done.returncode != 0 and "notebooks-done" in log and "render" not in log, (log, done.stderr)
