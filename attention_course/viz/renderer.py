@@ -171,12 +171,32 @@ def render(spec: dict[str, Any], embed_options: dict[str, Any] | None = None, **
     }
 
 
+def import_altair():
+    """``import altair``, with jsonschema (which Altair imports) loaded as if ``rfc3987_syntax`` were not installed.
+
+    jsonschema checks strings of the "iri" format with that optional package when it is there, and builds its
+    grammar as jsonschema is imported: about 1 s, a fifth of a notebook's set-up cell. Vega-Lite's schema, the one
+    Altair checks charts against, has no "iri" string, so nothing the course validates changes. Where jsonschema
+    is already imported nothing is done, and ``import rfc3987_syntax`` works as usual afterwards."""
+    import sys
+
+    if "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules:
+        sys.modules["rfc3987_syntax"] = None                # None in sys.modules: that import raises ImportError
+        try:
+            import jsonschema  # noqa: F401
+        finally:
+            del sys.modules["rfc3987_syntax"]
+    import altair
+
+    return altair
+
+
 def enable_renderer(name: str = RENDERER_NAME, **options: Any) -> None:
     """Register the course renderer with Altair (as ``name``) and enable it.
 
     Keyword options are passed to the renderer, e.g. ``embed_options={"renderer": "canvas"}``.
     """
-    import altair as alt
+    alt = import_altair()
 
     alt.renderers.register(name, render)
     alt.renderers.enable(name, **options)

@@ -46,6 +46,34 @@ def test_importing_the_package_does_not_import_altair():
     assert out.stdout.strip() == "False"
 
 
+def test_altair_is_imported_without_jsonschemas_iri_parser_and_still_checks_charts():
+    pytest.importorskip("rfc3987_syntax")                     # installed with jsonschema's format extras
+    code = """
+import sys
+from attention_course.viz import renderer
+renderer.enable_renderer()
+import altair
+print("jsonschema" in sys.modules, "rfc3987_syntax" in sys.modules)
+try:
+    altair.Chart(altair.Data(values=[{"x": 1}])).mark_point().encode(x="x:Q").properties(width="wide").to_dict()
+except Exception as error:
+    print(type(error).__module__)
+import rfc3987_syntax
+print("afterwards", "rfc3987_syntax" in sys.modules)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[:2] == ["True", "False"], f"jsonschema without the parser: {out}"
+    assert out[2].startswith("jsonschema"), f"Altair still checks a chart against Vega-Lite's schema: {out}"
+    assert out[3:] == ["afterwards", "True"], f"the package itself still imports: {out}"
+
+
+def test_vega_lite_has_no_iri_strings_for_jsonschema_to_check():
+    import importlib.resources
+
+    schema = importlib.resources.files("altair.vegalite.v6.schema").joinpath("vega-lite-schema.json").read_text()
+    assert '"format": "uri"' in schema and '"format": "iri' not in schema
+
+
 def test_renderer_is_registered_and_enabled(course_renderer):
     assert alt.renderers.active == renderer.RENDERER_NAME
     assert renderer.RENDERER_NAME in alt.renderers.names()
