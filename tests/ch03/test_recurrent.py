@@ -51,9 +51,9 @@ def test_recurrent_names_are_exported_by_both():
 def test_same_signatures(name):
     t, k = getattr(ac.torch, name), getattr(ac.keras, name)
 
-    def params(f):
+    def params(f):     # `training`: how Keras tells a layer it trains (PyTorch: `module.train()`)
         return [(p.name, p.default) for p in inspect.signature(f).parameters.values()
-                if p.name not in {"self", "kwargs"}]
+                if p.name not in {"self", "kwargs", "training"}]
 
     assert params(t.__init__) == params(k.__init__)
     assert params(t.forward) == params(k.call)
@@ -184,6 +184,35 @@ def test_keras_lstm_has_the_dropouts():
     lstm = ac.keras.VariationalLSTM(5, 4, bidirectional=True, dropout=0.2, recurrent_dropout=0.1)
     inner = lstm.lstm.forward_layer
     assert inner.dropout == 0.2 and inner.recurrent_dropout == 0.1 and inner.return_sequences
+
+
+@pytest.mark.parametrize("bidirectional", [True, False])
+def test_keras_training_loop_computes_what_keras_lstm_computes(bidirectional):
+    """While training with recurrent dropout the Keras twin runs its own loop over the LSTM's weights: it draws the
+    masks Keras' LSTM would draw (the same seeds) and gives the same states and the same gradients."""
+    import tensorflow as tf
+
+    lstm = ac.keras.VariationalLSTM(5, 4, bidirectional=bidirectional, dropout=0.2, recurrent_dropout=0.3)
+    x = tf.constant(X3)
+    evaluated = lstm(x)
+    inner = [lstm.lstm.forward_layer, lstm.lstm.backward_layer] if bidirectional else [lstm.lstm]
+    seeds = [layer.cell.seed_generator.state.numpy() for layer in inner]
+
+    def run(layer):
+        with tf.GradientTape() as tape:
+            states = layer(x, training=True)
+            loss = tf.reduce_sum(states * tf.range(1.0, 1.0 + states.shape[-1]))
+        return states.numpy(), [g.numpy() for g in tape.gradient(loss, lstm.trainable_variables)]
+
+    keras_own, keras_grads = run(lstm.lstm)
+    for layer, seed in zip(inner, seeds, strict=True):
+        layer.cell.seed_generator.state.assign(seed)                  # the same masks again
+    ours, our_grads = run(lstm)
+    np.testing.assert_allclose(ours, keras_own, rtol=RTOL, atol=ATOL)
+    for a, b in zip(our_grads, keras_grads, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    assert not np.allclose(ours, evaluated), "training drops units"
+    assert ours.shape == (*X3.shape[:2], 8 if bidirectional else 4)
 
 
 # ---- properties --------------------------------------------------------------------------------------------------
