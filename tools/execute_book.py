@@ -2,21 +2,23 @@
 
 ``jupyter-book build`` (``execute_notebooks: cache``) runs each notebook it does not find in the execution cache,
 one after another, and a kernel uses about one core. This step runs those notebooks first, several at a time (one
-kernel per core, ``BOOK_JOBS`` to choose; the longest first, by their committed quick-profile times, so that no
-long notebook starts last while the other cores wait), and stores each executed copy in the same cache
-(``tools/notebook_cache.py``), so the build only renders. A notebook already there (run by ``make test``'s nbval,
-or by an earlier build, with the same settings and package source) is not run again. A notebook that fails is
-left out of the cache: the build then runs it itself and reports its error as usual.
+kernel per core, ``BOOK_JOBS`` to choose, in an order planned on each notebook's time in a measured fresh build,
+``book_build`` in ``book/measurements.json``, so that the kernels run out of work together), and stores each
+executed copy in the same cache (``tools/notebook_cache.py``), so the build only renders. A notebook already there
+(run by ``make test``'s nbval, or by an earlier build, with the same settings and package source) is not run again.
+A notebook that fails is left out of the cache: the build then runs it itself and reports its error as usual.
 
     .venv/bin/python tools/execute_book.py [BOOK_SOURCE]      # the Makefile's book target runs this first
 """
 
 from __future__ import annotations
 
+import heapq
 import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from itertools import permutations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,6 +27,7 @@ from attention_course.notebook.kernels import kernel_config  # noqa: E402
 from tools.notebook_cache import cache_dir, store  # noqa: E402
 
 TIMEOUT = 900   # seconds per cell, as _config.yml's execute.timeout
+TAIL = 7        # the last notebooks, ordered by trying every order (5,040 of them)
 
 
 def notebooks(source: Path) -> list[Path]:
@@ -87,23 +90,41 @@ def execute(path: Path) -> tuple[Path, float, str]:
     return path, seconds, ""
 
 
-def longest_first(paths: list[Path]) -> list[Path]:
-    """The notebooks in order of their quick-profile time in ``book/measurements.json``, longest first; those
-    without a row (a new page) before them all, since nothing says they are short. Ties keep reading order."""
+def measured_seconds(path: Path) -> float | None:
+    """The seconds a notebook took in the measured fresh book build (``book_build`` in ``book/measurements.json``),
+    or None for a page without a row."""
     import json
 
     import nbformat
 
     from tools.chapter_times import SOURCE, page_key, row_page
 
-    rows = json.loads(SOURCE.read_text(encoding="utf-8"))["quick_profile"]["rows"]
-    seconds = {row_page(row): row["time_s"] for row in rows}
+    rows = json.loads(SOURCE.read_text(encoding="utf-8"))["book_build"]["rows"]
+    course = nbformat.read(path, as_version=4).metadata.get("course")
+    return {row_page(row): row["time_s"] for row in rows}.get(page_key({"metadata": {"course": course}})) \
+        if course else None
 
-    def expected(path: Path) -> float:
-        course = nbformat.read(path, as_version=4).metadata.get("course")
-        return seconds.get(page_key({"metadata": {"course": course}}), float("inf")) if course else float("inf")
 
-    return sorted(paths, key=expected, reverse=True)
+def finish(seconds: list[float], workers: int) -> float:
+    """When ``workers`` kernels end notebooks of these times, each taking the next one as soon as it is free."""
+    free = [0.0] * workers
+    for s in seconds:
+        heapq.heapreplace(free, free[0] + s)
+    return max(free)
+
+
+def planned(paths: list[Path], workers: int) -> list[Path]:
+    """The order in which the kernels take the notebooks. Those without a measured time (a new page) come first,
+    since nothing says they are short; then the longest first, so that no long notebook starts while the other
+    kernels run out of work; and the last ``TAIL`` in whichever order ``finish`` says ends soonest, so that the
+    last kernels stop close together. Ties keep reading order."""
+    seconds = {path: measured_seconds(path) for path in paths}
+    unknown = [p for p in paths if seconds[p] is None]
+    known = sorted((p for p in paths if seconds[p] is not None), key=lambda p: seconds[p], reverse=True)
+    head, tail = known[:-TAIL], known[-TAIL:]
+    times = [seconds[p] for p in head]
+    best = min(permutations(tail), key=lambda order: finish(times + [seconds[p] for p in order], workers))
+    return unknown + head + list(best)                 # min keeps the first of equal orders: longest first
 
 
 def jobs(count: int) -> int:
@@ -114,11 +135,12 @@ def jobs(count: int) -> int:
 
 def main(argv: list[str]) -> int:
     source = Path(argv[0] if argv else ".").resolve()
-    todo = longest_first(stale(notebooks(source)))
+    todo = stale(notebooks(source))
     if not todo:
         print("execute_book: every notebook is in the execution cache")
         return 0
     n = jobs(len(todo))
+    todo = planned(todo, n)
     print(f"execute_book: {len(todo)} notebook(s) to run, {n} at a time")
     with ProcessPoolExecutor(max_workers=n) as pool:
         for future in as_completed([pool.submit(execute, p) for p in todo]):

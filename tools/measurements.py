@@ -112,6 +112,9 @@ def render() -> str:
     t = m["test_suite"]
     lines += ["## The test suite", "", t["what"], ""]
     lines += _table(["run", "phases", "total"], [[r["run"], r["phases"], r["total"]] for r in t["rows"]])
+    b = m["book_build"]
+    lines += ["## The book build, notebook by notebook", "", b["what"], ""]
+    lines += _table(["page", "time (s)", "how"], [[r["chapter"], _number(r["time_s"]), r["note"]] for r in b["rows"]])
     for key, title in (("full_profile", "Full-profile results (GPU)"), ("cpu_results", "Results at CPU sizes")):
         section = m[key]
         lines += [f"## {title}", "", section["what"], ""]

@@ -21,18 +21,34 @@ def test_the_table_of_contents_gives_every_chapter_notebook_in_order():
     assert found == [p.resolve() for p in pages]
 
 
-def test_the_longest_notebooks_run_first_and_a_page_without_a_measurement_before_them():
+def test_the_plan_starts_with_the_longest_notebook_and_ends_no_later_than_longest_first():
     import json
 
     found = execute_book.notebooks(ROOT)
-    order = execute_book.longest_first(found)
+    order = execute_book.planned(found, 2)
     assert sorted(order) == sorted(found), "every notebook, once"
-    rows = json.loads((ROOT / "book" / "measurements.json").read_text(encoding="utf-8"))["quick_profile"]["rows"]
+    rows = json.loads((ROOT / "book" / "measurements.json").read_text(encoding="utf-8"))["book_build"]["rows"]
     longest = chapter_times.row_page(max(rows, key=lambda row: row["time_s"]))
-    first = nbformat.read(order[0], as_version=4).metadata["course"]
-    assert str(first["chapter"]) == longest.split(".")[0]
-    shortest = chapter_times.row_page(min(rows, key=lambda row: row["time_s"]))
-    assert str(nbformat.read(order[-1], as_version=4).metadata["course"]["chapter"]) == shortest.split(".")[0]
+    assert chapter_times.page_key(nbformat.read(order[0], as_version=4)) == longest
+    seconds = [execute_book.measured_seconds(p) for p in order]
+    assert execute_book.finish(seconds, 2) <= execute_book.finish(sorted(seconds, reverse=True), 2)
+
+
+def test_kernels_take_the_next_notebook_when_free():
+    assert execute_book.finish([5, 3, 3], 2) == 6                    # 5 | 3 + 3
+    assert execute_book.finish([3, 3, 2, 2, 2], 2) == 7              # 3 + 2 + 2 | 3 + 2
+    assert execute_book.finish([3, 2, 2, 3, 2], 2) == 6              # 3 + 3 | 2 + 2 + 2
+    assert execute_book.finish([4, 4], 1) == 8
+
+
+def test_the_plan_ends_the_kernels_together_where_longest_first_does_not(tmp_path, monkeypatch):
+    book = _book(tmp_path / "book", "1", "2", "3", "4", "5")
+    paths = [book / f"nb{i}.ipynb" for i in range(5)]
+    times = dict(zip(paths, [3, 2, 3, 2, 2], strict=True))
+    monkeypatch.setattr(execute_book, "measured_seconds", times.get)
+    order = execute_book.planned(paths, 2)
+    assert [times[p] for p in order][:1] == [3] and execute_book.finish([times[p] for p in order], 2) == 6
+    assert execute_book.finish(sorted(times.values(), reverse=True), 2) == 7
 
 
 def test_a_notebook_without_a_measured_time_runs_first(tmp_path):
@@ -42,7 +58,9 @@ def test_a_notebook_without_a_measured_time_runs_first(tmp_path):
     first = nbformat.read(measured, as_version=4)
     first.metadata["course"] = nb.metadata["course"]                      # Chapter 1's row
     nbformat.write(first, measured)
-    assert execute_book.longest_first([measured, book / "nb1.ipynb"]) == [book / "nb1.ipynb", measured]
+    assert execute_book.measured_seconds(measured) is not None
+    assert execute_book.measured_seconds(book / "nb1.ipynb") is None
+    assert execute_book.planned([measured, book / "nb1.ipynb"], 2) == [book / "nb1.ipynb", measured]
 
 
 def _book(tmp_path: Path, *sources: str) -> Path:

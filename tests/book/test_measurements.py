@@ -42,6 +42,15 @@ def test_every_chapter_is_measured_on_one_cpu_in_each_framework():
     assert sorted(m["chapter_times"]["chapters"], key=float) == sorted(pages, key=float)   # "11", "11.2": a page each
 
 
+def test_every_page_has_its_time_in_the_book_build():
+    """`tools/execute_book.py` plans the order of the notebooks on these times; a page without one runs first."""
+    rows = json.loads((ROOT / "book" / "measurements.json").read_text(encoding="utf-8"))["book_build"]["rows"]
+    pages = [chapter_times.page_key(json.loads(p.read_text(encoding="utf-8")))
+             for p in sorted((ROOT / "book").glob("[0-9][0-9]-*/*.ipynb"))]
+    assert sorted(chapter_times.row_page(r) for r in rows) == sorted(pages)
+    assert all(r["time_s"] > 0 for r in rows), rows
+
+
 def test_the_page_is_in_the_book():
     assert "book/measurements" in (ROOT / "_toc.yml").read_text(encoding="utf-8")
 
