@@ -17,7 +17,11 @@ Within a cell, glibc itself keeps memory: it serves a large block from a mapping
 freed it raises that threshold to the block's size (up to 32 MB) and serves the next ones from its heap, where a freed
 block below a live one stays resident. In a capped kernel that runs Keras, ``map_large_blocks`` fixes the threshold
 at ``LARGE_BLOCK``, so that every block that large is handed back the moment it is freed (Chapter 10's page, Keras
-on one core: a peak of 1,214 MB without it, 1,108 MB with it).
+on one core: a peak of 1,214 MB without it, 1,108 MB with it). In a kernel without such a cap (Colab, the book,
+most laptops), ``reuse_freed_blocks_when_uncapped`` does the opposite, for speed: glibc keeps what a cell frees for the
+cell's next blocks instead of handing it back and taking it again, page by page, at the next training step (Chapter
+8's PyTorch training: 36 s instead of 42, and 0.2 s of the system's time instead of 5.5, at the same peak); the
+trim after each cell still hands it all back.
 """
 
 from __future__ import annotations
@@ -29,12 +33,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["release_after_each_cell", "release", "memory_cap_mb", "map_large_blocks", "system_heap_when_capped",
-           "SMALL_MEMORY_MB", "LARGE_BLOCK"]
+           "reuse_freed_blocks", "reuse_freed_blocks_when_uncapped", "SMALL_MEMORY_MB", "LARGE_BLOCK", "KEPT_FREE"]
 
 SMALL_MEMORY_MB = 4096           # a kernel capped at this or less keeps no pool of its own (Binder gives 2,048)
 SYSTEM_HEAP = "TF_ONEDNN_USE_SYSTEM_ALLOCATOR"   # TensorFlow's variable, read when it starts
 LARGE_BLOCK = 2 * 2**20          # bytes: in a capped kernel, each block this large has a mapping of its own
 _M_MMAP_THRESHOLD = -3           # glibc's mallopt parameter for that threshold
+_M_TRIM_THRESHOLD = -1           # … and for the free memory at the heap's top that free() leaves in place
+HEAP_BLOCK = 32 * 2**20          # bytes: the largest block glibc serves from its heap (its own ceiling, 64-bit)
+KEPT_FREE = 256 * 2**20          # bytes: in a kernel without a cap, the free memory the heap keeps within a cell
 _UNLIMITED = 2**60               # cgroup v1 writes "no limit" as a number near 2**63
 
 _hooked: set[int] = set()   # the shells already hooked (id)
@@ -134,3 +141,22 @@ def system_heap_when_capped(cap_mb: int | None = None) -> bool:
         os.environ[SYSTEM_HEAP] = "1"
     map_large_blocks()
     return True
+
+
+def reuse_freed_blocks(largest: int = HEAP_BLOCK, kept: int = KEPT_FREE) -> bool:
+    """From now on, have glibc's malloc serve every block under ``largest`` bytes from its heap, and keep up to
+    ``kept`` bytes of free memory at the heap's top instead of handing it back when a block is freed
+    (``mallopt(M_MMAP_THRESHOLD)`` and ``mallopt(M_TRIM_THRESHOLD)``, which also stop glibc from moving either
+    threshold): a training step then reuses the pages the step before it freed. False where glibc's ``mallopt`` is
+    missing or refuses a value."""
+    mallopt = _glibc("mallopt")
+    return mallopt is not None and mallopt(_M_MMAP_THRESHOLD, largest) == 1 and mallopt(_M_TRIM_THRESHOLD, kept) == 1
+
+
+def reuse_freed_blocks_when_uncapped(cap_mb: int | None = None) -> bool:
+    """Where the memory cap (``memory_cap_mb`` unless given) is above ``SMALL_MEMORY_MB`` or there is none,
+    ``reuse_freed_blocks``; True when it did. A capped kernel keeps its memory small instead."""
+    cap_mb = memory_cap_mb() if cap_mb is None else cap_mb
+    if cap_mb is not None and cap_mb <= SMALL_MEMORY_MB:
+        return False
+    return reuse_freed_blocks()

@@ -11,7 +11,11 @@ from dataclasses import dataclass
 from attention_course.core.quiet import quiet_frameworks
 from attention_course.notebook import frameworks as _frameworks
 from attention_course.notebook import profile as _profile
-from attention_course.notebook.memory import release_after_each_cell, system_heap_when_capped
+from attention_course.notebook.memory import (
+    release_after_each_cell,
+    reuse_freed_blocks_when_uncapped,
+    system_heap_when_capped,
+)
 from attention_course.notebook.tables import readable_tables
 
 
@@ -104,8 +108,9 @@ def setup(seed: int = 0, *, profile: str | None = None, frameworks: str | None =
     """Prepare a notebook: quiet logs, choose profile and frameworks, seed every RNG, register the
     ``%%keras``/``%%pytorch`` magics, give freed memory back to the system after each cell (``memory``; in a kernel
     capped at 4 GB or less that runs Keras, TensorFlow's oneDNN operations allocate from the system heap and large
-    blocks go back to the system when freed), print tables' numbers as a person writes them (``tables``), use the
-    course's chart renderer, print one banner line.
+    blocks go back to the system when freed; in a kernel without such a cap, a cell's freed blocks serve its next
+    ones), print tables' numbers as a person writes them (``tables``), use the course's chart renderer, print one
+    banner line.
 
     ``profile`` (``quick`` or ``full``) and ``frameworks`` override ``COURSE_PROFILE`` and ``COURSE_FRAMEWORKS`` for
     this session (``scale`` is the profile's deprecated old name);
@@ -125,6 +130,7 @@ def setup(seed: int = 0, *, profile: str | None = None, frameworks: str | None =
     fws = _frameworks.enabled()
     if "keras" in fws:
         system_heap_when_capped()              # before TensorFlow starts: in 4 GB or less, no pool; large blocks mapped
+    reuse_freed_blocks_when_uncapped()         # above 4 GB or no cap: a cell's freed blocks serve its next ones
     seed_everything(seed)
     _frameworks.register_magics()
     release_after_each_cell()
