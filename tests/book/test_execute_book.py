@@ -30,8 +30,8 @@ def test_the_plan_starts_with_the_longest_notebook_and_ends_no_later_than_longes
     rows = json.loads((ROOT / "book" / "measurements.json").read_text(encoding="utf-8"))["book_build"]["rows"]
     longest = chapter_times.row_page(max(rows, key=lambda row: row["time_s"]))
     assert chapter_times.page_key(nbformat.read(order[0], as_version=4)) == longest
-    seconds = [execute_book.measured_seconds(p) for p in order]
-    assert execute_book.finish(seconds, 2) <= execute_book.finish(sorted(seconds, reverse=True), 2)
+    planned = [execute_book.measured_seconds(p) for p in order]      # the committed estimates, simulated
+    assert execute_book.finish(planned, 2) <= execute_book.finish(sorted(planned, reverse=True), 2)  # not timed
 
 
 def test_kernels_take_the_next_notebook_when_free():
