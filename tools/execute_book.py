@@ -99,10 +99,11 @@ def measured_seconds(path: Path) -> float | None:
 
     from tools.chapter_times import SOURCE, page_key, row_page
 
-    rows = json.loads(SOURCE.read_text(encoding="utf-8"))["book_build"]["rows"]
     course = nbformat.read(path, as_version=4).metadata.get("course")
-    return {row_page(row): row["time_s"] for row in rows}.get(page_key({"metadata": {"course": course}})) \
-        if course else None
+    if not course:
+        return None
+    rows = json.loads(SOURCE.read_text(encoding="utf-8"))["book_build"]["rows"]
+    return {row_page(row): row["time_s"] for row in rows}.get(page_key({"metadata": {"course": course}}))
 
 
 def finish(seconds: list[float], workers: int) -> float:
