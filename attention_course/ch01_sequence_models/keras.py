@@ -178,18 +178,21 @@ def masked_softmax(scores, mask=None):
 
     scores (B, T_q, T_k); mask (B, T_k) or broadcastable to (B, T_q, T_k), True (or 1) where a key may be
     attended, False (or 0) where it is hidden. A row with every key masked gets all zeros (not NaN).
+    float16 scores are computed in float32 and the weights given back in float16.
     """
     scores = inputs.floats(scores, "scores")
+    dtype, scores = scores.dtype, inputs.widen(scores)     # float16's lowest fill would tie with a visible score
     mask = None if mask is None else inputs.tensor(mask, "mask")
     validate.softmax_shapes(validate.shape_of(scores), None if mask is None else validate.shape_of(mask))
     if mask is None:
-        return ops.softmax(scores, axis=-1)
+        return ops.cast(ops.softmax(scores, axis=-1), dtype)
     mask = inputs.bool_mask(mask)                          # bool, or 0/1 numbers: anything else is an error
     if len(mask.shape) == 2:                               # (B, T_k) key mask → (B, 1, T_k)
         mask = ops.expand_dims(mask, 1)
     lowest = float(np.finfo(keras.backend.standardize_dtype(scores.dtype)).min)
     filled = ops.where(mask, scores, ops.full_like(scores, lowest))
-    return ops.softmax(filled, axis=-1) * ops.cast(mask, scores.dtype)  # fully masked rows → 0
+    weights = ops.softmax(filled, axis=-1) * ops.cast(mask, scores.dtype)  # fully masked rows → 0
+    return ops.cast(weights, dtype)
 
 
 class DotProductAttention(Layer):
@@ -204,7 +207,8 @@ class DotProductAttention(Layer):
 
     def call(self, query, key, value, mask=None, return_weights: bool = False):
         # query (B, T_q, d), key (B, T_k, d), value (B, T_k, d_v), mask (B, T_k) or (B, T_q, T_k)
-        query, key, value, mask = inputs.attention(query, key, value, mask)   # floats, bool mask
+        query, key, value, mask = inputs.attention(query, key, value, mask, wide=True)   # float32, bool mask
+        inputs.finite_visible(query, key, mask)                     # a NaN or inf there: a row of NaN or zeros
         scores = ops.matmul(query, ops.transpose(key, (0, 2, 1)))   # (B, T_q, T_k)
         if self.scale:
             scores = scores / math.sqrt(query.shape[-1])

@@ -200,6 +200,7 @@ class DotProductAttention(nn.Module):
     def forward(self, query, key, value, mask=None, return_weights: bool = False):
         # query (B, T_q, d), key (B, T_k, d), value (B, T_k, d_v), mask (B, T_k) or (B, T_q, T_k)
         query, key, value, mask = inputs.attention(query, key, value, mask)   # floats, bool mask
+        inputs.finite_visible(query, key, mask)           # a NaN or inf there: a row of NaN or zeros
         scores = query @ key.transpose(1, 2)              # (B, T_q, T_k)
         if self.scale:
             scores = scores / math.sqrt(query.shape[-1])

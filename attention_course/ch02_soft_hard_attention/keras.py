@@ -111,7 +111,8 @@ class HardAttention(Layer):
         self.seed_generator = keras.random.SeedGenerator(seed)
 
     def call(self, query, key, value, mask=None, noise=None, greedy: bool = False, return_weights: bool = False):
-        query, key, value, mask = inputs.attention(query, key, value, mask)       # floats, bool mask
+        query, key, value, mask = inputs.attention(query, key, value, mask, wide=True)   # float32, bool mask
+        inputs.finite_visible(query, key, mask)                                   # a NaN or inf: NaN, or no key
         scores = dot_scores(query, key, self.scale)                                   # (B, T_q, S)
         visible = key_mask(mask, scores)
         log_probs = ops.log_softmax(ops.where(visible, scores, MASKED_SCORE), axis=-1)
@@ -149,7 +150,8 @@ class GumbelSoftmaxAttention(Layer):
         self.seed_generator = keras.random.SeedGenerator(seed)
 
     def call(self, query, key, value, mask=None, noise=None, greedy: bool = False, return_weights: bool = False):
-        query, key, value, mask = inputs.attention(query, key, value, mask)       # floats, bool mask
+        query, key, value, mask = inputs.attention(query, key, value, mask, wide=True)   # float32, bool mask
+        inputs.finite_visible(query, key, mask)                                   # a NaN or inf: NaN, or no key
         scores = dot_scores(query, key, self.scale)
         visible = key_mask(mask, scores)
         scores = ops.where(visible, scores, MASKED_SCORE)
@@ -201,14 +203,15 @@ class LocalAttention(Layer):
         return length * ops.sigmoid(self.v_p(ops.tanh(self.w_p(query))))[..., 0]
 
     def call(self, query, key, value, mask=None, return_weights: bool = False):
-        query, key, value, mask = inputs.attention(query, key, value, mask)       # floats, bool mask
+        query, key, value, mask = inputs.attention(query, key, value, mask, wide=True)   # float32, bool mask
+        inputs.finite_visible(query, key, mask)                                   # a NaN or inf: NaN, or no key
         validate.not_empty("query", validate.shape_of(query), what="T_q")
         validate.not_empty("key", validate.shape_of(key), what="S")
         if self.mode == "p":                                                       # w_p reads queries of size dim
             validate.sequence_shapes("LocalAttention(mode='p') query", query, features=self.dim)
         b, t_q = ops.shape(query)[0], query.shape[1]
         d, s, d_v = query.shape[-1], key.shape[1], value.shape[-1]
-        p = self.centres(query, s)                                                 # (B, T_q)
+        p = ops.cast(self.centres(query, s), query.dtype)                          # (B, T_q); w_p may be float16
         offsets = ops.arange(-self.window, self.window + 1, dtype="int32")         # (W,)
         centre = ops.cast(ops.floor(ops.stop_gradient(p) + 0.5), "int32")
         pos = centre[..., None] + offsets                                          # (B, T_q, W)

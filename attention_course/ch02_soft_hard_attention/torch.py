@@ -101,6 +101,7 @@ class HardAttention(nn.Module):
     def forward(self, query, key, value, mask=None, noise=None, greedy: bool = False,
                 return_weights: bool = False):
         query, key, value, mask = inputs.attention(query, key, value, mask)   # floats, bool mask
+        inputs.finite_visible(query, key, mask)                               # a NaN or inf: NaN, or no key
         scores = dot_scores(query, key, self.scale)                      # (B, T_q, S)
         visible = key_mask(mask, scores.shape).to(scores.device)     # (B, T_q, S)
         log_probs = torch.log_softmax(scores.masked_fill(~visible, MASKED_SCORE), dim=-1)
@@ -135,6 +136,7 @@ class GumbelSoftmaxAttention(nn.Module):
     def forward(self, query, key, value, mask=None, noise=None, greedy: bool = False,
                 return_weights: bool = False):
         query, key, value, mask = inputs.attention(query, key, value, mask)   # floats, bool mask
+        inputs.finite_visible(query, key, mask)                               # a NaN or inf: NaN, or no key
         scores = dot_scores(query, key, self.scale)
         visible = key_mask(mask, scores.shape).to(scores.device)
         scores = scores.masked_fill(~visible, MASKED_SCORE)
@@ -183,6 +185,7 @@ class LocalAttention(nn.Module):
 
     def forward(self, query, key, value, mask=None, return_weights: bool = False):
         query, key, value, mask = inputs.attention(query, key, value, mask)   # floats, bool mask
+        inputs.finite_visible(query, key, mask)                               # a NaN or inf: NaN, or no key
         validate.not_empty("query", query.shape, what="T_q")
         validate.not_empty("key", key.shape, what="S")
         if self.mode == "p":                                          # w_p reads queries of size dim

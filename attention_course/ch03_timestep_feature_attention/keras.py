@@ -123,6 +123,7 @@ class FeatureAttention(Layer):
         x, mask = sequence_input(x, mask)
         validate.sequence_shapes("FeatureAttention", x, mask, features=self.features)
         mask = inputs.bool_mask(mask)
+        inputs.finite(inputs.hide(x, mask), "x")                      # the real steps: a NaN or inf gives NaN
         weights = normalised_weights(self.score(x), self.activation)            # (B, T, d), rows sum to 1 over d
         if self.single:
             if mask is None:
@@ -160,6 +161,7 @@ class TimestepAttention(Layer):
         x, mask = sequence_input(x, mask)
         validate.sequence_shapes("TimestepAttention", x, mask, steps=self.steps)
         mask = inputs.bool_mask(mask)
+        inputs.finite(x, "x")                                         # every step: the T × T Dense reads pads too
         scores = self.score(ops.transpose(x, (0, 2, 1)))              # (B, d, T): per feature, over time
         m = None if mask is None else ops.expand_dims(mask, 1)        # (B, 1, T)
         weights = ops.mean(normalised_weights(scores, self.activation, mask=m), axis=1)   # (B, T)
@@ -191,6 +193,7 @@ class RepeatVectorAttention(Layer):
     def call(self, x, return_weights: bool = False):
         x = inputs.floats(x, "x")
         validate.sequence_shapes("RepeatVectorAttention", x, features=self.features, steps=self.features)
+        inputs.finite(x, "x")                                         # a NaN or inf gives NaN everywhere
         scores = normalised_weights(self.score(x), self.activation)   # (B, T, d): per timestep, over the features
         m = ops.mean(scores, axis=1)                                  # (B, d): averaged over time
         weights = self.permute(self.repeat(m))                        # (B, d, d): weights[:, t, f] = m[:, t]
@@ -216,6 +219,7 @@ class AttentionPooling(Layer):
         states, mask = sequence_input(states, mask, "states")
         validate.sequence_shapes("AttentionPooling", states, mask, features=self.hidden)
         mask = inputs.bool_mask(mask)
+        inputs.finite(inputs.hide(states, mask), "states")            # the real steps: a NaN or inf gives NaN
         e = ops.tanh(self.score(states))[..., 0]                      # (B, T)
         weights = masked_softmax(ops.expand_dims(e, 1), mask)[:, 0]   # (B, T), sums to 1 over the real steps
         context = ops.sum(ops.expand_dims(weights, -1) * inputs.hide(states, mask), axis=1)   # (B, H), pads zeroed
@@ -242,6 +246,7 @@ class AttentionGRU(Layer):
         facts = inputs.floats(facts, "facts")
         gates = inputs.shares(gates, "gates", "how much each fact rewrites the state")
         validate.sequence_shapes("AttentionGRU", facts, gates, features=self.input_size, mask_name="gates")
+        inputs.finite(facts, "facts")                                 # a NaN or inf reaches the state
         xr, xh = self.W_r(facts), self.W(facts)                       # (B, T, H) each, for every step at once
         h = ops.zeros((ops.shape(facts)[0], self.hidden), dtype=facts.dtype)
         for t in range(facts.shape[1]):                               # T is static: a short unrolled loop

@@ -115,6 +115,7 @@ class FeatureAttention(nn.Module):
         x, mask = sequence_input(self, x, mask)
         validate.sequence_shapes("FeatureAttention", x, mask, features=self.features)
         mask = inputs.bool_mask(mask)
+        inputs.finite(inputs.hide(x, mask), "x")                      # the real steps: a NaN or inf gives NaN
         weights = normalised_weights(self.score(x), self.activation, dim=-1)    # (B, T, d), rows sum to 1 over d
         if self.single:
             if mask is None:
@@ -148,6 +149,7 @@ class TimestepAttention(nn.Module):
         x, mask = sequence_input(self, x, mask)
         validate.sequence_shapes("TimestepAttention", x, mask, steps=self.steps)
         mask = inputs.bool_mask(mask)
+        inputs.finite(x, "x")                                         # every step: the T × T Dense reads pads too
         scores = self.score(x.transpose(1, 2))                        # (B, d, T): per feature, over time
         m = None if mask is None else mask[:, None, :]                # (B, 1, T)
         weights = normalised_weights(scores, self.activation, dim=-1, mask=m).mean(dim=1)   # (B, T)
@@ -174,6 +176,7 @@ class RepeatVectorAttention(nn.Module):
     def forward(self, x, return_weights: bool = False):
         x = inputs.floats(x, "x", inputs.device_of(self))
         validate.sequence_shapes("RepeatVectorAttention", x, features=self.features, steps=self.features)
+        inputs.finite(x, "x")                                         # a NaN or inf gives NaN everywhere
         scores = normalised_weights(self.score(x), self.activation, dim=-1)   # (B, T, d): per timestep, over features
         m = scores.mean(dim=1)                                        # (B, d): averaged over time
         repeated = m[:, None, :].expand(-1, self.features, -1)        # RepeatVector(d): (B, d, d), every row is m
@@ -197,6 +200,7 @@ class AttentionPooling(nn.Module):
         states, mask = sequence_input(self, states, mask, "states")
         validate.sequence_shapes("AttentionPooling", states, mask, features=self.hidden)
         mask = inputs.bool_mask(mask)
+        inputs.finite(inputs.hide(states, mask), "states")            # the real steps: a NaN or inf gives NaN
         e = torch.tanh(self.score(states))[..., 0]                    # (B, T)
         weights = masked_softmax(e[:, None, :], mask)[:, 0]           # (B, T), sums to 1 over the real steps
         context = (weights[..., None] * inputs.hide(states, mask)).sum(dim=1)   # (B, H), pads zeroed
@@ -220,6 +224,7 @@ class AttentionGRU(nn.Module):
         facts = inputs.floats(facts, "facts", inputs.device_of(self))
         gates = inputs.shares(gates, "gates", "how much each fact rewrites the state", facts.device)
         validate.sequence_shapes("AttentionGRU", facts, gates, features=self.W.in_features, mask_name="gates")
+        inputs.finite(facts, "facts")                                 # a NaN or inf reaches the state
         xr, xh = self.W_r(facts), self.W(facts)                       # (B, T, H) each, for every step at once
         h = facts.new_zeros(facts.shape[0], self.hidden)
         for t in range(facts.shape[1]):

@@ -38,7 +38,7 @@ class DotScore(ScoreFunction):
     """score(q, k) = qᵀk (Luong's "dot"). query (B, T_q, d), key (B, T_k, d) → (B, T_q, T_k)."""
 
     def call(self, query, key):
-        query, key = inputs.pair(query, key)                       # float tensors
+        query, key = inputs.pair(query, key, wide=True)            # float32 tensors
         validate.score_shapes(self, query, key)
         return ops.matmul(query, ops.transpose(key, (0, 2, 1)))    # (B, T_q, T_k)
 
@@ -47,7 +47,7 @@ class ScaledDotScore(ScoreFunction):
     """score(q, k) = qᵀk / √d (the Transformer's). query (B, T_q, d), key (B, T_k, d) → (B, T_q, T_k)."""
 
     def call(self, query, key):
-        query, key = inputs.pair(query, key)                       # float tensors
+        query, key = inputs.pair(query, key, wide=True)            # float32 tensors
         validate.score_shapes(self, query, key)
         return ops.matmul(query, ops.transpose(key, (0, 2, 1))) / math.sqrt(query.shape[-1])
 
@@ -62,7 +62,7 @@ class GeneralScore(ScoreFunction):
         self.W_a = layers.Dense(d_query, use_bias=False)
 
     def call(self, query, key):
-        query, key = inputs.pair(query, key)                       # float tensors
+        query, key = inputs.pair(query, key, wide=True)            # float32 tensors
         validate.score_shapes(self, query, key)
         return ops.matmul(query, ops.transpose(self.W_a(key), (0, 2, 1)))  # (B, T_q, d_q) @ (B, d_q, T_k)
 
@@ -90,7 +90,7 @@ class ConcatScore(ScoreFunction):
         self.v_a = Dense(1, use_bias=False)
 
     def call(self, query, key):
-        query, key = inputs.pair(query, key)                       # float tensors
+        query, key = inputs.pair(query, key, wide=True)            # float32 tensors
         validate.score_shapes(self, query, key)
         pairs = concat_pairs(query, key)                             # (B, T_q, T_k, d_q + d_k)
         return ops.squeeze(self.v_a(ops.tanh(self.W_a(pairs))), -1)  # (B, T_q, T_k)
@@ -113,7 +113,7 @@ class AdditiveScore(ScoreFunction):
         self.v_a = Dense(1, use_bias=False)
 
     def call(self, query, key):
-        query, key = inputs.pair(query, key)                       # float tensors
+        query, key = inputs.pair(query, key, wide=True)            # float32 tensors
         validate.score_shapes(self, query, key)
         hidden = ops.expand_dims(self.W_a(query), 2) + ops.expand_dims(self.U_a(key), 1)  # (B, T_q, T_k, units)
         return ops.squeeze(self.v_a(ops.tanh(hidden)), -1)         # (B, T_q, T_k)
@@ -133,7 +133,7 @@ class LinearConcatScore(ScoreFunction):
         self.W_a = Dense(1, use_bias=False)                          # one 2-D product (see AdditiveScore)
 
     def call(self, query, key):
-        query, key = inputs.pair(query, key)                       # float tensors
+        query, key = inputs.pair(query, key, wide=True)            # float32 tensors
         validate.score_shapes(self, query, key)
         pairs = concat_pairs(query, key)                             # (B, T_q, T_k, d_q + d_k)
         return ops.squeeze(self.W_a(pairs), -1)                      # (B, T_q, T_k)
@@ -166,7 +166,8 @@ class ScoredAttention(BuildOnCall, Layer):
 
     def call(self, query, key, value, mask=None, return_weights: bool = False):
         # query (B, T_q, d_q), key (B, T_k, d_k), value (B, T_k, d_v), mask (B, T_k) or (B, T_q, T_k)
-        query, key, value, mask = inputs.attention(query, key, value, mask, same_d=False)   # floats, bool mask
+        query, key, value, mask = inputs.attention(query, key, value, mask, same_d=False, wide=True)   # float32
+        inputs.finite_visible(query, key, mask)                    # a NaN or inf there: a row of NaN or zeros
         validate.score_shapes(self.score, query, key, value, mask)
         scores = self.score(query, key)                            # (B, T_q, T_k)
         weights = masked_softmax(scores, mask)                     # rows sum to 1 over the visible keys

@@ -152,6 +152,7 @@ class ScoredAttention(nn.Module):
     def forward(self, query, key, value, mask=None, return_weights: bool = False):
         # query (B, T_q, d_q), key (B, T_k, d_k), value (B, T_k, d_v), mask (B, T_k) or (B, T_q, T_k)
         query, key, value, mask = inputs.attention(query, key, value, mask, same_d=False)   # floats, bool mask
+        inputs.finite_visible(query, key, mask)                    # a NaN or inf there: a row of NaN or zeros
         validate.score_shapes(self.score, query, key, value, mask)
         scores = self.score(query, key)                            # (B, T_q, T_k)
         weights = masked_softmax(scores, mask)                     # rows sum to 1 over the visible keys

@@ -342,7 +342,8 @@ class DrawRead(BuildOnCall, Layer):
     (g_x, g_y, σ², δ, γ), each (B,), through a linear layer (``params``), as the paper's eq. 21-24:
     g_x = (W + 1)/2 · (g̃_x + 1), g_y = (H + 1)/2 · (g̃_y + 1), δ = (max(H, W) − 1)/(N − 1) · exp(log δ̃),
     σ² = exp(log σ²), γ = exp(log γ). ``filters`` gives F_Y (B, N, H) and F_X (B, N, W): filter i is a Gaussian
-    centred at μ_i = g + (i − N/2 − 0.5) δ (i = 1 … N), each row normalised to sum to 1.
+    centred at μ_i = g + (i − N/2 − 0.5) δ (i = 1 … N), each row normalised to sum to 1; a σ² below
+    ``validate.SIGMA2_MIN`` (0 when exp(log σ²) underflows) counts as it: a point filter, not 0/0 = NaN.
     ``read(images, gx, gy, sigma2, delta, gamma)`` → glimpse (B, N, N, C); ``forward(images, h)`` predicts the
     window from h and reads: (glimpse, (gx, gy, sigma2, delta, gamma))."""
 
@@ -358,6 +359,7 @@ class DrawRead(BuildOnCall, Layer):
         return gx, gy, ops.exp(log_sigma2), delta, ops.exp(log_gamma)
 
     def filters(self, gx, gy, sigma2, delta, height: int, width: int):
+        sigma2 = ops.maximum(sigma2, validate.SIGMA2_MIN)                                       # (B,), > 0
         i = ops.arange(1, self.n + 1, dtype="float32") - self.n / 2 - 0.5                     # (N,)
         mu_x, mu_y = gx[:, None] + i * delta[:, None], gy[:, None] + i * delta[:, None]        # (B, N)
         f_x = ops.exp(-(ops.arange(width, dtype="float32") - mu_x[..., None]) ** 2

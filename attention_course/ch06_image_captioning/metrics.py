@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from attention_course.ch06_image_captioning.validate import SIGMA2_MIN
 from attention_course.core.errors import ConfigError, InputError, ShapeError
 
 __all__ = ["caption_bleu", "cell_overlap", "box_share", "attention_correctness", "draw_filterbank"]
@@ -103,7 +104,9 @@ def attention_correctness(alpha: Any, box: Box, canvas: tuple[int, int]) -> floa
 def draw_filterbank(g: float, sigma2: float, delta: float, n: int, size: int, normalise: bool = True) -> np.ndarray:
     """DRAW's filters along one axis of ``size`` pixels (Gregor et al. 2015, eq. 25-26), as ``DrawRead.filters``
     computes them: (n, size), filter i (i = 1 … n) exp(−(a − μ_i)² / 2σ²) centred at μ_i = g + (i − n/2 − 0.5) δ,
-    each divided by its sum when ``normalise`` (a filter that misses the axis entirely stays 0)."""
+    each divided by its sum when ``normalise`` (a filter that misses the axis entirely stays 0). A σ² below
+    ``SIGMA2_MIN`` counts as it: a point filter (0 would give 0/0 = NaN for a filter centred on a pixel)."""
+    sigma2 = max(float(sigma2), SIGMA2_MIN)
     centres = g + (np.arange(1, n + 1) - n / 2 - 0.5) * delta                          # (n,)
     f = np.exp(-(np.arange(size)[None, :] - centres[:, None]) ** 2 / (2 * sigma2))   # (n, size)
     return f / (f.sum(-1, keepdims=True) + 1e-8) if normalise else f

@@ -318,7 +318,8 @@ class DrawRead(nn.Module):
     (g_x, g_y, σ², δ, γ), each (B,), through a linear layer (``params``), as the paper's eq. 21-24:
     g_x = (W + 1)/2 · (g̃_x + 1), g_y = (H + 1)/2 · (g̃_y + 1), δ = (max(H, W) − 1)/(N − 1) · exp(log δ̃),
     σ² = exp(log σ²), γ = exp(log γ). ``filters`` gives F_Y (B, N, H) and F_X (B, N, W): filter i is a Gaussian
-    centred at μ_i = g + (i − N/2 − 0.5) δ (i = 1 … N), each row normalised to sum to 1.
+    centred at μ_i = g + (i − N/2 − 0.5) δ (i = 1 … N), each row normalised to sum to 1; a σ² below
+    ``validate.SIGMA2_MIN`` (0 when exp(log σ²) underflows) counts as it: a point filter, not 0/0 = NaN.
     ``read(images, gx, gy, sigma2, delta, gamma)`` → glimpse (B, N, N, C); ``forward(images, h)`` predicts the
     window from h and reads: (glimpse, (gx, gy, sigma2, delta, gamma))."""
 
@@ -334,6 +335,7 @@ class DrawRead(nn.Module):
         return gx, gy, torch.exp(log_sigma2), delta, torch.exp(log_gamma)
 
     def filters(self, gx, gy, sigma2, delta, height: int, width: int):
+        sigma2 = sigma2.clamp(min=validate.SIGMA2_MIN)                                          # (B,), > 0
         i = torch.arange(1, self.n + 1, dtype=gx.dtype, device=gx.device) - self.n / 2 - 0.5     # (N,)
         mu_x, mu_y = gx[:, None] + i * delta[:, None], gy[:, None] + i * delta[:, None]        # (B, N)
         f_x = torch.exp(-(torch.arange(width, dtype=gx.dtype, device=gx.device) - mu_x[..., None]) ** 2

@@ -39,6 +39,11 @@ def captioner_inputs(name: str, dtype, shape, features: int | None) -> None:
     else:
         floating(name, dtype, shape)
 
+#: The smallest variance DRAW's filters use: a σ² below it (0, what exp(log σ²) underflows to, or a tensor's negative
+#: value, which ``read`` does not look at) counts as it, the limit of a narrowing Gaussian: a filter centred on a
+#: pixel reads that pixel alone, one centred between pixels reads nothing (0/0 = NaN without it).
+SIGMA2_MIN = 1e-6
+
 WINDOW_RULES = {"sigma2": (0.0, False, "the filters' variance: 0 divides by zero"),
                 "delta": (0.0, True, "the stride between filters"), "gamma": (0.0, True, "the intensity")}
 

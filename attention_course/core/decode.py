@@ -101,6 +101,8 @@ def beam_step(log_probs: np.ndarray, scores: np.ndarray, finished: np.ndarray, b
     validate.integer("beam", beam)
     if beam > k * v:
         raise ConfigError(f"beam={beam} is more than the K·V = {k}·{v} = {k * v} candidates of each sentence")
+    _rankable("log_probs", log_probs, "log-probabilities")
+    _rankable("scores", scores, "the beams' sums of log-probabilities")
     cand = np.where(finished[:, :, None], -np.inf, scores[:, :, None] + log_probs)  # (B, K, V)
     cand[:, :, PAD] = np.where(finished, scores, cand[:, :, PAD])
     flat = cand.reshape(b, k * v)
@@ -313,6 +315,17 @@ def _step(decoder, tokens, state, n, s):
                          f"NaN; the model has diverged, or its weights or inputs hold NaN")
     log_probs[:, [PAD, BOS]] = -np.inf
     return log_probs, state, attn
+
+
+def _rankable(name: str, x: np.ndarray, what: str) -> None:
+    """Numbers a search can rank: finite, or -inf (a token or beam never chosen); NaN would sort last and drop out
+    without a word, +inf win every time."""
+    bad = np.isnan(x) | np.isposinf(x) if x.dtype.kind == "f" else np.zeros(x.shape, bool)
+    if bad.any():
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise InputError(f"{name} must hold {what}: finite numbers, or -inf for one never chosen; got {x[first]} at "
+                         f"index {first} ({int(bad.sum())} NaN or +inf in all): a search cannot rank them (the model "
+                         f"has diverged, or its weights or inputs hold NaN)")
 
 
 def _gather(x, index):

@@ -24,6 +24,10 @@ class InputError(CourseError, ValueError):
     vocabulary, integer queries, every target ignored); the message names the argument, the rule and the values."""
 
 
+class OutOfVocabularyError(InputError, IndexError):
+    """An id outside the vocabulary: the course's error, and an ``IndexError`` as an index out of range is."""
+
+
 class MissingFileError(CourseError, FileNotFoundError):
     """A file the course was asked to read is not there; the message names it and how to make it."""
 

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from attention_course.core.errors import ConfigError, InputError
+from attention_course.core.errors import ConfigError, InputError, OutOfVocabularyError
 
 __all__ = [
     "BOS",
@@ -136,14 +136,24 @@ class Vocab:
         return token in self._stoi
 
     def __getitem__(self, token: str) -> int:
-        """The id of ``token``, ``UNK`` if it is not in the vocabulary."""
+        """The id of ``token``, ``UNK`` if it is not in the vocabulary. Only a token (a string) indexes it: an id
+        is refused (no token is the number 5, so ``vocab[5]`` would be ``UNK``); its token is ``lookup(id)``."""
+        if not isinstance(token, str):
+            whole = isinstance(token, int | np.integer) and not isinstance(token, bool)
+            hint = f"; the token of id {token} is vocab.lookup({token})" if whole else ""
+            shown = str(token) if isinstance(token, int | float | np.number) else repr(token)
+            raise InputError(f"vocab[...] takes a token (a string) and gives its id; got {type(token).__name__} "
+                             f"{shown:.60}{hint}")
         return self._stoi.get(token, UNK)
 
     def lookup(self, index: int) -> str:
-        """The token with id ``index`` (the inverse of ``vocab[token]``)."""
-        index = int(index)
+        """The token with id ``index`` (the inverse of ``vocab[token]``): a whole number (an int, a NumPy integer,
+        a float such as 2.0, or an array or tensor of one); a fraction or a bool is refused, not rounded."""
+        if getattr(index, "ndim", None) == 0 and not isinstance(index, np.generic):      # a 0-d array or tensor
+            index = index.item() if hasattr(index, "item") else np.asarray(index).item()
+        index = _as_ints([index], "Vocab.lookup(index)")[0]
         if not 0 <= index < len(self._itos):
-            raise IndexError(f"id {index} is outside the vocabulary (ids 0..{len(self._itos) - 1})")
+            raise OutOfVocabularyError(f"id {index} is outside the vocabulary (ids 0..{len(self._itos) - 1})")
         return self._itos[index]
 
     @property
@@ -219,7 +229,8 @@ def pad_batch(
     Args:
         sequences: ``B`` sequences of ids of any lengths (lists, 1-D arrays or tensors).
         max_len: width ``T`` of the result; ``None``: the longest sequence. Longer ones are truncated.
-        pad: the id used for padding (``PAD`` = 0).
+        pad: the id used for padding (``PAD`` = 0): a whole number that no sequence holds, so that ``ids != pad``
+            tells the real ids from the pads (a row padded before is refused: pass ``row[:length]``).
         truncate: ``"post"`` keeps the first ``max_len`` ids, ``"pre"`` the last ``max_len``.
         padding: ``"post"`` puts the pads after the ids, ``"pre"`` before them, so that the last position of
             every row is a real id (what a model that reads the last state needs; the default of Keras'
@@ -233,9 +244,18 @@ def pad_batch(
         raise ConfigError(f"truncate must be 'post' or 'pre', got {truncate!r}")
     if padding not in ("post", "pre"):
         raise ConfigError(f"padding must be 'post' or 'pre', got {padding!r}")
-    if max_len is not None and max_len < 0:
-        raise ConfigError(f"max_len must be >= 0, got {max_len}")
+    if max_len is not None and (isinstance(max_len, bool) or not isinstance(max_len, int | np.integer)
+                                or max_len < 0):
+        raise ConfigError(f"max_len must be a whole number >= 0 (or None: the longest), got {max_len!r}")
+    if isinstance(pad, bool) or not isinstance(pad, int | np.integer):
+        raise ConfigError(f"pad must be a whole number, the id that pads the rows (PAD = 0); got {pad!r:.60} "
+                          f"({type(pad).__name__})")
     seqs = [_as_ints(s, f"sequence {i} of pad_batch") for i, s in enumerate(sequences)]
+    for i, seq in enumerate(seqs):
+        if pad in seq:
+            raise InputError(f"pad={pad} is also an id of the sequences (sequence {i} holds it at position "
+                             f"{seq.index(pad)}): the padded rows could not tell it from a pad; choose a pad that no "
+                             f"sequence holds (e.g. -1), or, for rows padded before, pass row[:length]")
     width = max((len(s) for s in seqs), default=0) if max_len is None else max_len
     ids = np.full((len(seqs), width), pad, dtype=np.int64)
     lengths = np.zeros(len(seqs), dtype=np.int64)

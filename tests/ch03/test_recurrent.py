@@ -756,3 +756,39 @@ def test_attention_gru_refuses_gates_that_are_not_weights(fw, gate):
     gates[1, 2] = gate
     with pytest.raises(InputError, match=r"gates must hold weights in \[0, 1\].*got values from"):
         fw.AttentionGRU(4, 8)(np.zeros((2, 3, 4), np.float32), gates)
+
+
+@pytest.mark.parametrize("make, name, pad_ok", [
+    (lambda fw: fw.FeatureAttention(4), "x", True),
+    (lambda fw: fw.FeatureAttention(4, single=True), "x", True),
+    (lambda fw: fw.TimestepAttention(3), "x", False),             # its T × T Dense reads the pads too
+    (lambda fw: fw.AttentionPooling(4), "states", True),
+], ids=["feature", "feature-single", "timestep", "pooling"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_nan_or_inf_in_a_real_step_is_refused_by_name(fw, make, name, pad_ok, bad):
+    """A NaN or inf in what the layer reads would give NaN outputs without a word; behind the mask it may stay
+    (FeatureAttention, AttentionPooling), or not, where the layer reads the pads too (TimestepAttention)."""
+    mask = np.array([[True, True, False], [True, True, True]])
+    layer = make(fw)
+    x = np.random.default_rng(0).normal(size=(2, 3, 4)).astype("float32")
+    x[1, 1, 2] = bad
+    with pytest.raises(InputError, match=rf"{name} must hold finite numbers.*the first at index \(1, 1, 2\)"):
+        layer(as_input(fw, x), as_input(fw, mask))
+    x[1, 1, 2] = 0.0
+    x[0, 2, 0] = bad                                                   # behind the mask
+    if pad_ok:
+        weights = to_numpy(layer(as_input(fw, x), as_input(fw, mask), return_weights=True)[1])
+        assert np.isfinite(weights[mask]).all()                        # the weights of the real steps
+    else:
+        with pytest.raises(InputError, match=rf"{name} must hold finite numbers.*the first at index \(0, 2, 0\)"):
+            layer(as_input(fw, x), as_input(fw, mask))
+
+
+def test_repeat_vector_attention_and_the_attention_gru_refuse_nan_and_inf_by_name(fw):
+    x = np.zeros((2, 4, 4), np.float32)
+    x[0, 3, 1] = np.inf
+    with pytest.raises(InputError, match=r"x must hold finite numbers.*the first at index \(0, 3, 1\)"):
+        fw.RepeatVectorAttention(4)(as_input(fw, x))
+    x[0, 3, 1] = np.nan
+    with pytest.raises(InputError, match=r"facts must hold finite numbers.*the first at index \(0, 3, 1\)"):
+        fw.AttentionGRU(4, 8)(as_input(fw, x), np.full((2, 4), 0.5, np.float32))

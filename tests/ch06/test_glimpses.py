@@ -124,6 +124,34 @@ def test_glimpse_classifier_names_bad_inputs(fw):
         fw.train_glimpses(model, images, np.array([0, 1]), epochs=1)
 
 
+@pytest.mark.parametrize("sigma2", [0.0, -1.0], ids=["zero", "negative"])
+def test_filters_of_sigma2_zero_are_point_filters_not_nan(fw, sigma2):
+    """σ² = 0 (what exp(log σ²) underflows to; a tensor's, which read does not look at) used to give NaN (0/0 for a
+    filter centred on a pixel), a negative one garbage. Either reads as the floor SIGMA2_MIN, the limit of a narrowing
+    Gaussian: a filter centred on a pixel reads that pixel alone, one centred between pixels reads nothing (a row of
+    zeros, as for a filter off the image)."""
+    from keras import ops
+
+    x = lambda *v: torch.tensor(v) if fw is ac.torch else ops.convert_to_tensor(np.array(v, np.float32))  # tensors
+    f_y, f_x = (to_numpy(f) for f in fw.DrawRead(2, 4).filters(x(5.5), x(5.25), x(sigma2), x(1.0), 9, 10))
+    np.testing.assert_allclose(f_x[0], np.eye(10)[[5, 6]], atol=1e-7)  # centres 5.0 and 6.0: pixels 5 and 6
+    np.testing.assert_array_equal(f_y[0], np.zeros((2, 9)))            # centres 4.75 and 5.75: between pixels
+    np.testing.assert_allclose(cm.draw_filterbank(5.5, sigma2, 1.0, 2, 10), np.eye(10)[[5, 6]], atol=1e-7)
+    images = np.random.default_rng(0).uniform(size=(1, 9, 10, 1)).astype(np.float32)
+    glimpse = to_numpy(fw.DrawRead(2, 4).read(images, x(5.5), x(4.5), x(sigma2), x(1.0), x(1.0)))   # tensors
+    np.testing.assert_allclose(glimpse[0, :, :, 0], images[0, 4:6, 5:7, 0], rtol=1e-6)
+
+
+def test_a_window_whose_sigma2_underflows_has_finite_gradients():
+    reader = ac.torch.DrawRead(3, 4)
+    log_sigma2 = torch.tensor([-200.0], requires_grad=True)            # exp(-200) = 0 in float32
+    gx = torch.tensor([5.0], requires_grad=True)
+    glimpse = reader.read(torch.rand(1, 9, 10, 1), gx, torch.tensor([4.5]), log_sigma2.exp(), torch.tensor([1.3]),
+                          torch.tensor([1.0]))
+    glimpse.sum().backward()
+    assert torch.isfinite(glimpse).all() and torch.isfinite(gx.grad).all() and torch.isfinite(log_sigma2.grad).all()
+
+
 # ---- where a window reads --------------------------------------------------------------------------------------
 
 def test_window_mass_is_the_mean_of_the_filters_outer_products():

@@ -233,6 +233,99 @@ def test_float16_scores_do_not_overflow(fw):
     assert np.isfinite(to_numpy(ctx).astype("float32")).all()
 
 
+@pytest.mark.parametrize("layer", ["dot", "scored", "hard", "gumbel", "local"])
+@pytest.mark.parametrize("where", ["query", "key"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_nan_or_inf_in_the_query_or_a_visible_key_is_refused_by_name(fw, layer, where, bad):
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.normal(size=s).astype("float32") for s in [(B, TQ, D), (B, TK, D), (B, TK, DV)])
+    {"query": q, "key": k}[where][1, 2, 3] = bad                       # key 2 of example 1 is visible
+    with pytest.raises(InputError, match=rf"{where} must hold finite numbers.*got 1 \(the first at index \(1, 2, 3\)"):
+        _run(fw, _layer(fw, layer), *(as_input(fw, a) for a in (q, k, v)), mask=as_input(fw, KEYS))
+
+
+@pytest.mark.parametrize("layer", ["dot", "scored", "hard", "gumbel", "local"])
+def test_a_nan_in_a_hidden_key_changes_nothing(fw, layer):
+    rng = np.random.default_rng(6)
+    q, k, v = (rng.normal(size=s).astype("float32") for s in [(B, TQ, D), (B, TK, D), (B, TK, DV)])
+    noise = {"noise": as_input(fw, rng.gumbel(size=(B, TQ, TK)).astype("float32"))} \
+        if layer in ("hard", "gumbel") else {}
+    attend = _layer(fw, layer)
+    clean = _context(_run(fw, attend, *(as_input(fw, a) for a in (q, k, v)), mask=as_input(fw, KEYS), **noise))
+    k[~KEYS] = np.nan
+    got = _context(_run(fw, attend, *(as_input(fw, a) for a in (q, k, v)), mask=as_input(fw, KEYS), **noise))
+    np.testing.assert_allclose(got, clean, rtol=1e-6)
+
+
+def _half(fw, array):
+    """A float16 tensor of the framework (a NumPy array would reach a Keras layer as float32)."""
+    if fw is ac.torch:
+        return as_input(fw, array.astype("float16"))
+    from keras import ops
+
+    return ops.convert_to_tensor(array.astype("float16"), dtype="float16")
+
+
+def _half_layer(fw, layer):
+    """The layer built to compute in float16: in Keras under the float16 dtype policy, its sub-layers too (PyTorch
+    takes float16 tensors and computes them in float32)."""
+    make = (lambda: fw.ScoredAttention("dot")) if layer == "scored" else (lambda: _layer(fw, layer))
+    if fw is ac.torch:
+        return make()
+    import keras
+
+    policy = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("float16")
+    try:
+        return make()
+    finally:
+        keras.config.set_dtype_policy(policy)
+
+
+@pytest.mark.parametrize("layer", ["dot", "scored", "hard", "gumbel", "local"])
+@pytest.mark.parametrize("lone", [True, False], ids=["a lone visible key at -80000", "scores of +-80000"])
+def test_float16_scores_beyond_its_range_give_the_weights_of_float32(fw, layer, lone):
+    q = np.full((1, 1, 8), 100.0)                                      # q·k = ±80 000: float16 ends at ±65 504
+    k = np.full((1, 3, 8), 100.0 if lone else -100.0)
+    k[0, 0] = -100.0 if lone else 100.0                                # key 0: -80 000 alone, or +80 000 among all
+    mask = {"mask": as_input(fw, np.array([[True, False, False]]))} if lone else {}
+    out = _run(fw, _half_layer(fw, layer), _half(fw, q), _half(fw, k), _half(fw, np.eye(3)[None]),
+               return_weights=True, **mask)
+    weights, context = to_numpy(out[-1]).astype("float32"), to_numpy(out[0]).astype("float32")
+    np.testing.assert_allclose(weights, [[[1.0, 0.0, 0.0]]], atol=1e-3)   # finite, summing to 1, all on key 0
+    np.testing.assert_allclose(context, [[[1.0, 0.0, 0.0]]], atol=1e-3)
+    if layer == "hard":
+        np.testing.assert_allclose(to_numpy(out[2]).astype("float32"), 0.0, atol=1e-3)   # log π(key 0) = log 1
+
+
+def test_float16_masked_softmax_gives_a_lone_visible_key_its_weight(fw):
+    lone = fw.masked_softmax(_half(fw, np.array([[[-65504.0, 5.0, 5.0]]])), as_input(fw, np.array([[1, 0, 0]])))
+    np.testing.assert_allclose(to_numpy(lone).astype("float32"), [[[1.0, 0.0, 0.0]]], atol=1e-3)
+    huge = to_numpy(fw.masked_softmax(_half(fw, np.array([[[65504.0, 65504.0, -65504.0]]])))).astype("float32")
+    np.testing.assert_allclose(huge, [[[0.5, 0.5, 0.0]]], atol=1e-3)
+
+
+@pytest.mark.parametrize("policy", ["float16", "mixed_float16"])
+def test_keras_models_of_chapters_1_to_4_run_under_a_float16_policy(policy):
+    """Their attention computes in float32 whatever the policy; the sub-layers around it (GRUs, Dense, local-p's
+    w_p) in float16: the two meet without a dtype error, and the outputs are finite."""
+    import keras
+
+    rng = np.random.default_rng(0)
+    src, tgt, x = rng.integers(3, 12, (2, 5)), rng.integers(3, 12, (2, 4)), rng.integers(0, 10, (2, 6))
+    before = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(policy)
+    try:
+        outs = [ac.keras.Seq2Seq(12, 4, 6, attention=True)(src, tgt, np.ones((2, 5), bool)),
+                ac.keras.ScoredSeq2Seq(12, 4, 6, score="general")(src, tgt, np.ones((2, 5), bool)),
+                *(ac.keras.PointerModel(10, 4, 6, 3, dim=8, attention=a, window=1)(x)
+                  for a in ("soft", "hard", "local-p"))]
+    finally:
+        keras.config.set_dtype_policy(before)
+    for out in outs:
+        assert np.isfinite(to_numpy(out[0] if isinstance(out, tuple) else out).astype("float32")).all()
+
+
 # ---- training helpers and metrics --------------------------------------------------------------------------
 
 def _task(n=24):

@@ -2,6 +2,7 @@
 next-token distribution depends on the whole prefix, the GNMT penalties, batching, errors, and the exercise
 checker of one beam-search step, which names each mistake."""
 
+import re
 import threading
 import zlib
 
@@ -11,7 +12,7 @@ import pytest
 from attention_course import exercises
 from attention_course.core import decode
 from attention_course.core.decode import beam_search, beam_step, exhaustive_search, greedy_search
-from attention_course.core.errors import ConfigError, ShapeError
+from attention_course.core.errors import ConfigError, InputError, ShapeError
 from attention_course.core.text import BOS, EOS, PAD
 
 pytestmark = pytest.mark.chapter(5, 8)   # Chapters 5 and 8: `make test CHAPTERS=...` picks by it
@@ -99,6 +100,28 @@ def test_a_wider_beam_can_find_a_worse_translation():
     one, two = (beam_search(dec, src, src != PAD, beam=k, max_len=5) for k in (1, 2))
     assert one.tokens == [[5, 1]] and two.tokens == [[5, 4, 1]]
     assert two.log_probs[0] < one.log_probs[0] - 0.5
+
+
+@pytest.mark.parametrize("where, bad, rule", [
+    ("log_probs", np.nan, "log_probs must hold log-probabilities"), ("log_probs", np.inf,
+                                                                      "log_probs must hold log-probabilities"),
+    ("scores", np.nan, "scores must hold the beams' sums of log-probabilities"),
+    ("scores", np.inf, "scores must hold the beams' sums of log-probabilities"),
+])
+def test_beam_step_refuses_nan_and_plus_inf_that_it_cannot_rank(where, bad, rule):
+    """A NaN candidate used to sort last and drop out without a word (a NaN score, a +inf one first)."""
+    log_probs, scores = np.log(np.full((2, 2, 5), 0.2)), np.array([[0.0, -np.inf], [-1.0, -2.0]])
+    {"log_probs": log_probs, "scores": scores}[where][1, 1, ...] = bad
+    index = "(1, 1, 0)" if where == "log_probs" else "(1, 1)"
+    with pytest.raises(InputError, match=re.escape(rule) + rf".*got {bad} at index {re.escape(index)}"):
+        beam_step(log_probs, scores, np.zeros((2, 2), bool), 2)
+
+
+def test_beam_step_takes_minus_inf_log_probs_and_scores():
+    log_probs = np.log([[[0.3, 0.3, 0.7], [0.5, 0.5, 0.3]]])
+    log_probs[0, 0, 0] = log_probs[0, 1, 2] = -np.inf                     # log 0: a token never chosen
+    scores, parent, token = beam_step(log_probs, np.array([[0.0, -np.inf]]), np.zeros((1, 2), bool), 2)
+    assert parent.tolist() == [[0, 0]] and token.tolist() == [[2, 1]]
 
 
 def test_finished_hypotheses_never_grow(monkeypatch):

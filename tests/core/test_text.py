@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
 
 from attention_course.core import text
-from attention_course.core.errors import ConfigError, CourseError
+from attention_course.core.errors import ConfigError, CourseError, InputError
 from attention_course.core.text import BOS, EOS, PAD, SPECIALS, UNK, Padded, Vocab, pad_batch, tokenize
 
 CORPUS = [
@@ -98,6 +99,67 @@ def test_lookup(vocab):
         vocab.lookup(len(vocab))
     with pytest.raises(IndexError):
         vocab.decode([999])
+
+
+def test_vocab_is_indexed_by_tokens_only(vocab):
+    """vocab[5] used to give UNK (no token is the int 5): read as an id, it silently became another id."""
+    assert vocab["zebra"] == UNK and vocab[np.str_("cat")] == vocab["cat"] > 3
+    for id_ in (5, np.int64(5)):
+        with pytest.raises(InputError, match=r"vocab\[...\] takes a token \(a string\) and gives its id; got "
+                                             r"int(64)? 5; the token of id 5 is vocab.lookup\(5\)"):
+            vocab[id_]
+    with pytest.raises(InputError, match=r"takes a token \(a string\).*got NoneType None$"):
+        vocab[None]
+
+
+@pytest.mark.parametrize("index, found", [(2.7, "2.7 (float)"), (True, "True (bool)"), ("cat", "'cat' (str)"),
+                                          (np.float32(1.5), "np.float32(1.5) (float32)")])
+def test_lookup_takes_whole_ids_only(vocab, index, found):
+    """lookup(2.7) used to give the token of id 2: a float id was cut to a whole one."""
+    with pytest.raises(InputError, match=re.escape(f"Vocab.lookup(index) must hold integer ids; found {found}")):
+        vocab.lookup(index)
+
+
+def test_lookup_takes_numbers_arrays_and_tensors_of_one_whole_id(vocab):
+    import torch
+
+    assert [vocab.lookup(i) for i in (2, 2.0, np.int32(2), np.array(2), torch.tensor(2))] == ["<bos>"] * 5
+
+
+def test_an_id_outside_the_vocabulary_is_the_courses_error_and_an_index_error(vocab):
+    for call in (lambda: vocab.lookup(len(vocab)), lambda: vocab.lookup(-1), lambda: vocab.decode([3, 999])):
+        with pytest.raises(InputError, match=r"id -?\d+ is outside the vocabulary \(ids 0..14\)") as caught:
+            call()
+        assert isinstance(caught.value, IndexError)
+
+
+@pytest.mark.parametrize("pad, needle", [
+    (1.5, "pad must be a whole number, the id that pads the rows (PAD = 0); got 1.5 (float)"),
+    (True, "pad must be a whole number, the id that pads the rows (PAD = 0); got True (bool)"),
+    ("0", "pad must be a whole number, the id that pads the rows (PAD = 0); got '0' (str)"),
+])
+def test_pad_batch_refuses_a_pad_that_is_not_a_whole_number(pad, needle):
+    """pad=1.5 used to pad with 1: the float cut to an id without a word."""
+    with pytest.raises(ConfigError, match=re.escape(needle)):
+        pad_batch([[5, 6], [7]], pad=pad)
+
+
+@pytest.mark.parametrize("seqs, pad, where", [
+    ([[5, 6, 7], [8, 6]], 6, "sequence 0 holds it at position 1"),
+    ([[5, 6], [8, 0, 0]], PAD, "sequence 1 holds it at position 1"),      # a row padded before
+])
+def test_pad_batch_refuses_a_pad_that_is_also_a_real_id(seqs, pad, where):
+    """A pad that is also an id of the sequences: the padded ids could not tell it from a pad (ids != pad would hide
+    the token), and a row padded before would count its pads as tokens."""
+    with pytest.raises(InputError, match=re.escape(f"pad={pad} is also an id of the sequences ({where})")):
+        pad_batch(seqs, pad=pad)
+
+
+def test_pad_batch_takes_numpy_pads_and_refuses_max_len_that_is_not_whole():
+    assert pad_batch([[5, 6], [7]], pad=np.int64(-1)).ids.tolist() == [[5, 6], [7, -1]]
+    for max_len in (2.5, True, "3"):
+        with pytest.raises(ConfigError, match=r"max_len must be a whole number >= 0 \(or None: the longest\)"):
+            pad_batch([[5, 6], [7]], max_len=max_len)
 
 
 def test_to_dict_from_dict(vocab):

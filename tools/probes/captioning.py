@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import Probe, to_input, to_numpy
-from .layers import bad, call
+from .layers import bad, call, is_torch
 
 B, T, V, HW = 2, 4, 12, 16          # batch, caption steps, vocabulary, a 16 × 16 canvas: L = 2 × 2 locations
 L = (HW // 8) ** 2
@@ -113,6 +113,43 @@ def draw_read_one_filter(fw):
     xs = images()
     glimpse = to_numpy(fw.DrawRead(1, 8).read(to_input(fw, xs), 5.0, 9.0, 0.01, 1.0, 1.0))
     np.testing.assert_allclose(glimpse[:, 0, 0], xs[:, 9, 5], rtol=1e-5, atol=1e-6)
+
+
+def framework_tensor(fw, array):
+    """A float32 tensor of the framework (a NumPy window parameter is checked on the host; a tensor is not)."""
+    if is_torch(fw):
+        return to_input(fw, np.asarray(array, "float32"))
+    from keras import ops
+
+    return ops.convert_to_tensor(np.asarray(array, "float32"))
+
+
+def draw_filters_sigma2(sigma2):
+    """DrawRead.filters of σ² = 0 (what exp(log σ²) underflows to) or less: point filters, never NaN (0/0): a
+    filter centred on a pixel reads that pixel alone, one centred between pixels nothing."""
+    def run(fw):
+        t = lambda v: framework_tensor(fw, [v])
+        f_y, f_x = (to_numpy(f) for f in fw.DrawRead(2, 8).filters(t(5.5), t(5.25), t(sigma2), t(1.0), 9, 10))
+        assert np.isfinite(f_y).all() and np.isfinite(f_x).all(), f"σ² = {sigma2}: F_X {f_x}"
+        np.testing.assert_allclose(f_x[0], np.eye(10)[[5, 6]], atol=1e-6, err_msg="centres 5 and 6: pixels 5, 6")
+        np.testing.assert_array_equal(f_y[0], 0.0, err_msg="centres 4.75 and 5.75 fall between pixels")
+    return run
+
+
+def draw_read_tensor_sigma2_zero(fw):
+    """DrawRead.read of σ² = 0 given as a tensor (read checks the values of numbers and NumPy arrays only): the
+    glimpse of point filters, finite."""
+    xs = images()
+    t = lambda v: framework_tensor(fw, [v])
+    glimpse = to_numpy(fw.DrawRead(2, 8).read(to_input(fw, xs), t(5.5), t(4.5), t(0.0), t(1.0), t(1.0)))
+    np.testing.assert_allclose(glimpse, xs[:, 4:6, 5:7], rtol=1e-5, atol=1e-6)
+
+
+def filterbank_sigma2_zero(fw):
+    from attention_course.ch06_image_captioning.metrics import draw_filterbank
+
+    f = draw_filterbank(5.5, 0.0, 1.0, 2, 10)                          # centres 5.0 and 6.0
+    np.testing.assert_allclose(f, np.eye(10)[[5, 6]], atol=1e-6, err_msg="draw_filterbank at σ² = 0")
 
 
 def draw_read_per_image_params(fw):
@@ -350,6 +387,10 @@ PROBES = [
     bad("draw", "DrawRead.read image of 0 × 0 pixels", draw_read(images_=np.zeros((B, 0, 0, 3), "float32"))),
     bad("draw", "DrawRead.read (H, W, C) image", draw_read(images_=images()[0])),
     Probe("draw", "DrawRead.read one filter (n=1)", draw_read_one_filter),
+    Probe("draw", "DrawRead.filters sigma2=0 (point filters)", draw_filters_sigma2(0.0)),
+    Probe("draw", "DrawRead.filters sigma2=-1 (a tensor: the floor)", draw_filters_sigma2(-1.0)),
+    Probe("draw", "DrawRead.read sigma2=0 as a tensor", draw_read_tensor_sigma2_zero),
+    Probe("draw", "draw_filterbank sigma2=0 (point filters)", filterbank_sigma2_zero, False),
     Probe("draw", "DrawRead.read a window per image", draw_read_per_image_params),
     bad("draw", "DrawRead h of the wrong size", draw_forward(h_shape=(B, 7))),
     bad("draw", "DrawRead h for more images", draw_forward(h_shape=(B + 1, 8))),

@@ -51,10 +51,11 @@ def call(fw, layer, *args, **kwargs):
 
 # ---- masks: anything but bool or 0/1 is an error; 0/1 numbers work like bool --------------------------------
 
-def attention_layer(fw, name):
-    return {"dot": lambda: fw.DotProductAttention(), "scored": lambda: fw.ScoredAttention("general", d_query=D),
-            "hard": lambda: fw.HardAttention(seed=0), "gumbel": lambda: fw.GumbelSoftmaxAttention(seed=0),
-            "local": lambda: fw.LocalAttention("m", window=1)}[name]()
+def attention_layer(fw, name, **kw):
+    return {"dot": lambda: fw.DotProductAttention(**kw), "scored": lambda: fw.ScoredAttention("general", d_query=D,
+                                                                                              **kw),
+            "hard": lambda: fw.HardAttention(seed=0, **kw), "gumbel": lambda: fw.GumbelSoftmaxAttention(seed=0, **kw),
+            "local": lambda: fw.LocalAttention("m", window=1, **kw)}[name]()
 
 
 def layer_with_mask(name, mask):
@@ -306,6 +307,97 @@ def poisoned_feature_average(fw):
     np.testing.assert_allclose(got, to_numpy(clean), rtol=1e-6)
 
 
+# ---- NaN and inf where the mask shows them: the course's error, naming the argument --------------------------
+
+def poisoned(name, where, bad=np.nan):
+    """A NaN or inf in the query, or in a key that the mask shows (key 0 of example 0): without a check, a row of
+    NaN or of zeros, without a word."""
+    def run(fw):
+        q, k, v = (rand(*s, seed=i) for i, s in enumerate([(B, TQ, D), (B, TK, D), (B, TK, DV)]))
+        {"query": q, "key": k}[where][0, 0, 0] = bad
+        call(fw, attention_layer(fw, name), *(to_input(fw, a) for a in (q, k, v)), mask=to_input(fw, KEYS))
+    return run
+
+
+def poisoned_hidden_key(name, bad=np.nan):
+    """A NaN or inf in a key that the mask hides changes nothing."""
+    def run(fw):
+        rng = np.random.default_rng(3)
+        q, k, v = (rng.normal(size=s).astype("float32") for s in [(B, TQ, D), (B, TK, D), (B, TK, DV)])
+        noise = {"noise": to_input(fw, rng.gumbel(size=(B, TQ, TK)).astype("float32"))} \
+            if name in ("hard", "gumbel") else {}
+        layer, mask = attention_layer(fw, name), to_input(fw, KEYS)
+        clean = first(call(fw, layer, to_input(fw, q), to_input(fw, k), to_input(fw, v), mask=mask, **noise))
+        k[~KEYS] = bad                                                        # the hidden key rows only
+        got = first(call(fw, layer, to_input(fw, q), to_input(fw, k), to_input(fw, v), mask=mask, **noise))
+        assert np.isfinite(got).all(), f"a hidden {bad} key reached the output: {got}"
+        np.testing.assert_allclose(got, clean, rtol=1e-6)
+    return run
+
+
+# ---- half precision: a float16 dtype policy in Keras, float16 tensors in PyTorch -----------------------------
+
+def half(fw, array):
+    """A float16 tensor of the framework (``to_input`` would give Keras a NumPy array, which it reads as float32)."""
+    if is_torch(fw):
+        return to_input(fw, array.astype("float16"))
+    from keras import ops
+
+    return ops.convert_to_tensor(array.astype("float16"), dtype="float16")
+
+
+def half_layer(fw, name):
+    """The layer computing in half precision: in Keras built under the float16 dtype policy (its sub-layers too); a
+    PyTorch layer takes float16 tensors (and computes them in float32). ScoredAttention with the dot score."""
+    make = (lambda: fw.ScoredAttention("dot")) if name == "scored" else (lambda: attention_layer(fw, name))
+    if is_torch(fw):
+        return make()
+    import keras
+
+    policy = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("float16")
+    try:
+        return make()
+    finally:
+        keras.config.set_dtype_policy(policy)
+
+
+def float16_scores(name, lone: bool):
+    """One float16 query against three keys, q·k = ±80 000 (float16 ends at ±65 504). ``lone``: only key 0 is
+    visible, at -80 000; it must get all the weight (overflow to -inf, next to float16's lowest number as the fill
+    of the hidden keys, gives it none). Otherwise every key is visible and key 0 scores +80 000: finite weights
+    summing to 1 (inf - inf is NaN)."""
+    def run(fw):
+        q = np.full((1, 1, 8), 100.0)
+        k = np.full((1, 3, 8), 100.0 if lone else -100.0)
+        k[0, 0] = -100.0 if lone else 100.0
+        v = np.eye(3)[None]
+        mask = {"mask": to_input(fw, np.array([[True, False, False]]))} if lone else {}
+        out = call(fw, half_layer(fw, name), half(fw, q), half(fw, k), half(fw, v), return_weights=True, **mask)
+        w, ctx = to_numpy(out[-1]).astype("float32"), to_numpy(out[0]).astype("float32")
+        assert np.isfinite(w).all() and np.isfinite(ctx).all(), f"float16: weights {w.tolist()}"
+        np.testing.assert_allclose(w, [[[1.0, 0.0, 0.0]]], atol=1e-3, err_msg="key 0 gets all the weight")
+        np.testing.assert_allclose(ctx, [[[1.0, 0.0, 0.0]]], atol=1e-3)
+        if name == "hard":
+            assert np.isfinite(to_numpy(out[2]).astype("float32")).all(), f"log_prob {to_numpy(out[2])}"
+    return run
+
+
+def float16_masked_softmax_lone_key(fw):
+    """float16 scores whose one visible key scores -65 504, float16's lowest number: it gets all the weight (a fill
+    of the same number for the hidden keys would tie with it and give it a third)."""
+    scores = half(fw, np.array([[[-65504.0, 5.0, 5.0]]]))
+    w = to_numpy(fw.masked_softmax(scores, to_input(fw, np.array([[True, False, False]])))).astype("float32")
+    np.testing.assert_allclose(w, [[[1.0, 0.0, 0.0]]], atol=1e-3)
+
+
+def float16_masked_softmax_huge(fw):
+    """float16 scores at ±65 504: finite weights summing to 1."""
+    w = to_numpy(fw.masked_softmax(half(fw, np.array([[[65504.0, 65504.0, -65504.0]]])))).astype("float32")
+    assert np.isfinite(w).all(), w
+    np.testing.assert_allclose(w, [[[0.5, 0.5, 0.0]]], atol=1e-3)
+
+
 # ---- training helpers ----------------------------------------------------------------------------------------
 
 def small_task(n=24, vocab=10, length=5, classes=3, seed=0):
@@ -491,6 +583,44 @@ PROBES = [
     Probe("nan", "LocalAttention NaN in a hidden value row", poisoned_value("local")),
     Probe("nan", "AttentionPooling NaN in a pad state", poisoned_pooling),
     Probe("nan", "FeatureAttention(single) NaN in a pad", poisoned_feature_average),
+    bad("nan", "DotProductAttention NaN in the query", poisoned("dot", "query")),
+    bad("nan", "DotProductAttention NaN in a visible key", poisoned("dot", "key")),
+    bad("nan", "DotProductAttention inf in the query", poisoned("dot", "query", np.inf)),
+    bad("nan", "DotProductAttention inf in a visible key", poisoned("dot", "key", np.inf)),
+    bad("nan", "ScoredAttention NaN in the query", poisoned("scored", "query")),
+    bad("nan", "ScoredAttention NaN in a visible key", poisoned("scored", "key")),
+    bad("nan", "ScoredAttention inf in the query", poisoned("scored", "query", np.inf)),
+    bad("nan", "ScoredAttention inf in a visible key", poisoned("scored", "key", np.inf)),
+    bad("nan", "HardAttention NaN in the query", poisoned("hard", "query")),
+    bad("nan", "HardAttention NaN in a visible key", poisoned("hard", "key")),
+    bad("nan", "HardAttention inf in the query", poisoned("hard", "query", np.inf)),
+    bad("nan", "HardAttention inf in a visible key", poisoned("hard", "key", np.inf)),
+    bad("nan", "GumbelSoftmaxAttention NaN in the query", poisoned("gumbel", "query")),
+    bad("nan", "GumbelSoftmaxAttention NaN in a visible key", poisoned("gumbel", "key")),
+    bad("nan", "GumbelSoftmaxAttention inf in the query", poisoned("gumbel", "query", np.inf)),
+    bad("nan", "GumbelSoftmaxAttention inf in a visible key", poisoned("gumbel", "key", np.inf)),
+    bad("nan", "LocalAttention NaN in the query", poisoned("local", "query")),
+    bad("nan", "LocalAttention NaN in a visible key", poisoned("local", "key")),
+    bad("nan", "LocalAttention inf in the query", poisoned("local", "query", np.inf)),
+    bad("nan", "LocalAttention inf in a visible key", poisoned("local", "key", np.inf)),
+    Probe("nan", "DotProductAttention NaN in a hidden key", poisoned_hidden_key("dot")),
+    Probe("nan", "ScoredAttention NaN in a hidden key", poisoned_hidden_key("scored")),
+    Probe("nan", "HardAttention NaN in a hidden key", poisoned_hidden_key("hard")),
+    Probe("nan", "GumbelSoftmaxAttention NaN in a hidden key", poisoned_hidden_key("gumbel")),
+    Probe("nan", "LocalAttention NaN in a hidden key", poisoned_hidden_key("local")),
+    Probe("float16", "DotProductAttention float16: a lone visible key at -80 000", float16_scores("dot", lone=True)),
+    Probe("float16", "DotProductAttention float16: scores of ±80 000", float16_scores("dot", lone=False)),
+    Probe("float16", "ScoredAttention float16: a lone visible key at -80 000", float16_scores("scored", lone=True)),
+    Probe("float16", "ScoredAttention float16: scores of ±80 000", float16_scores("scored", lone=False)),
+    Probe("float16", "HardAttention float16: a lone visible key at -80 000", float16_scores("hard", lone=True)),
+    Probe("float16", "HardAttention float16: scores of ±80 000", float16_scores("hard", lone=False)),
+    Probe("float16", "GumbelSoftmaxAttention float16: a lone visible key at -80 000",
+          float16_scores("gumbel", lone=True)),
+    Probe("float16", "GumbelSoftmaxAttention float16: scores of ±80 000", float16_scores("gumbel", lone=False)),
+    Probe("float16", "LocalAttention float16: a lone visible key at -80 000", float16_scores("local", lone=True)),
+    Probe("float16", "LocalAttention float16: scores of ±80 000", float16_scores("local", lone=False)),
+    Probe("float16", "masked_softmax float16: a lone visible key at -65 504", float16_masked_softmax_lone_key),
+    Probe("float16", "masked_softmax float16: scores of ±65 504", float16_masked_softmax_huge),
     # training helpers
     bad("train", "fit inputs and targets differ in length", fit_with(y=lambda y: y[:-3])),
     bad("train", "fit inputs as a bare array", fit_with(inputs=lambda x: x)),

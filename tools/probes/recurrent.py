@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import Probe, to_input, to_numpy
-from .layers import bad, call, ids, is_torch, rand
+from .layers import bad, call, first, ids, is_torch, rand
 
 B, T, D = 2, 5, 6
 PADS = np.array([[True, True, True, False, False], [True, True, True, True, True]])
@@ -52,6 +52,27 @@ def pooling_of_nothing_is_zero(fw):
     assert (out[0] == 0).all() and (w[0] == 0).all(), "a fully masked example pooled something"
     alone = to_numpy(call(fw, layer, to_input(fw, x[1:]), mask=to_input(fw, mask[1:])))
     np.testing.assert_allclose(out[1], alone[0], rtol=1e-5, atol=1e-6)
+
+
+def poisoned_step(make, bad=np.nan, step=0, mask=PADS, x_shape=(B, T, D), name="x"):
+    """A NaN or inf in a step of example 0 (``step`` 0 is a real token, 4 a pad): without a check, NaN outputs.
+    (TimestepAttention's T × T Dense reads the pads too: a NaN there would reach every step.)"""
+    def run(fw):
+        x = rand(*x_shape)
+        layer = make(fw)
+        kwargs = {} if mask is None else {"mask": to_input(fw, mask)}
+        clean = to_numpy(first(call(fw, layer, to_input(fw, x), **kwargs)))
+        x[0, step, 0] = bad
+        got = to_numpy(first(call(fw, layer, to_input(fw, x), **kwargs)))
+        assert np.isfinite(got).all(), f"a {bad} in {name} reached the output: {got}"
+        np.testing.assert_allclose(got, clean, rtol=1e-5, atol=1e-6)
+    return run
+
+
+def poisoned_facts(fw):
+    x = rand(B, T, D)
+    x[1, 2, 3] = np.nan
+    call(fw, fw.AttentionGRU(D, 4), to_input(fw, x), to_input(fw, np.full((B, T), 0.5, "float32")))
 
 
 def tagger(fw, **kwargs):
@@ -134,6 +155,18 @@ PROBES = [
     bad("pooling", "mask of another length", layer_call(lambda fw: fw.AttentionPooling(D),
                                                         mask=np.ones((B, T + 1), bool))),
     Probe("pooling", "an example with every step masked pools to zeros", pooling_of_nothing_is_zero),
+    bad("nan", "FeatureAttention NaN in a real step", poisoned_step(lambda fw: fw.FeatureAttention(D))),
+    bad("nan", "FeatureAttention(single) inf in a real step", poisoned_step(lambda fw: fw.FeatureAttention(
+        D, single=True), np.inf)),
+    bad("nan", "TimestepAttention NaN in a real step", poisoned_step(lambda fw: fw.TimestepAttention(T))),
+    bad("nan", "TimestepAttention NaN at a pad", poisoned_step(lambda fw: fw.TimestepAttention(T), step=4)),
+    bad("nan", "RepeatVectorAttention inf in a step", poisoned_step(lambda fw: fw.RepeatVectorAttention(D), np.inf,
+                                                                    mask=None, x_shape=(B, D, D))),
+    bad("nan", "AttentionPooling NaN in a real step", poisoned_step(lambda fw: fw.AttentionPooling(D),
+                                                                    name="states")),
+    bad("nan", "AttentionPooling inf in a real step", poisoned_step(lambda fw: fw.AttentionPooling(D), np.inf,
+                                                                    name="states")),
+    bad("nan", "AttentionGRU NaN in the facts", poisoned_facts),
     bad("agru", "gates above 1", lambda fw: call(fw, fw.AttentionGRU(D, 4), to_input(fw, rand(B, T, D)),
                                                  to_input(fw, np.full((B, T), 1.5, "float32")))),
     bad("agru", "gates of another length", lambda fw: call(fw, fw.AttentionGRU(D, 4), to_input(fw, rand(B, T, D)),

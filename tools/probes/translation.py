@@ -1,10 +1,12 @@
 """Bad input to Chapter 5's public API: the translators (``Translator``, ``SlidesTranslator``, ``OneStepAttention``,
 the encoder and decoders), greedy and beam search (``attention_course.core.decode``), the translation metrics, the
-aligned-pair task and the translation data (pairs, the subword tokenizer, ``encode_pairs``).
+aligned-pair task and the translation data (pairs, the subword tokenizer, ``encode_pairs``), and the course's
+vocabulary and padding (``attention_course.core.text``: ``Vocab``, ``pad_batch``).
 
 Masks that are not bool or 0/1, or not right-padded (the PyTorch encoder packs the first ``length`` positions of
 each row), shapes and batch sizes that do not fit, ids outside the vocabulary, empty batches and sequences, beam
-widths and penalties that make no sense, a single string where a list of sentences belongs, NaN from a model.
+widths and penalties that make no sense, a single string where a list of sentences belongs, NaN from a model, an
+id where a token belongs, a float id, a pad that is also a token.
 """
 
 from __future__ import annotations
@@ -208,6 +210,17 @@ def beam_step_with(beam=2, log_probs=None, scores=None, finished=None):
     return run
 
 
+def beam_step_poisoned(where, bad):
+    """A NaN or +inf log-prob or score: it would sort last (NaN) or first (+inf) without a word."""
+    def run(fw):
+        def poison(x):
+            x = x.copy()
+            x[1, 1, ...] = bad
+            return x
+        return beam_step_with(**{where: poison})(fw)
+    return run
+
+
 def beam_step_works(fw):
     from attention_course.core import decode
 
@@ -215,6 +228,42 @@ def beam_step_works(fw):
     scores, parent, token = decode.beam_step(lp, np.array([[0.0, -np.inf]]), np.zeros((1, 2), bool), 2)
     assert parent.tolist() == [[0, 0]] and token.tolist() == [[2, 1]], (parent, token)
     np.testing.assert_allclose(scores, np.log([[0.7, 0.2]]))
+
+
+# ---- the course's vocabulary and padding ----------------------------------------------------------------------
+
+def vocab_call(use):
+    def run(fw):
+        from attention_course.core.text import Vocab, tokenize
+
+        return use(Vocab.build([tokenize("the cat sat on the mat"), tokenize("a dog")]))
+    return run
+
+
+def vocab_tokens_work(vocab):
+    from attention_course.core.text import UNK
+
+    assert vocab["zebra"] == UNK and vocab.lookup(vocab["cat"]) == "cat", (vocab["zebra"], vocab["cat"])
+
+
+def lookup_whole_ids_work(vocab):
+    got = [vocab.lookup(i) for i in (2.0, np.int64(2), np.array(2))]
+    assert got == ["<bos>"] * 3, got
+
+
+def padded(seqs=((5, 6, 7), (8,)), **kwargs):
+    def run(fw):
+        from attention_course.core.text import pad_batch
+
+        return pad_batch([list(s) for s in seqs], **kwargs)
+    return run
+
+
+def pad_batch_works(fw):
+    from attention_course.core.text import pad_batch
+
+    ids, lengths = pad_batch([[5, 6, 7], [8]], pad=-1, padding="pre")
+    assert ids.tolist() == [[5, 6, 7], [-1, -1, 8]] and lengths.tolist() == [3, 1], (ids, lengths)
 
 
 # ---- metrics ---------------------------------------------------------------------------------------------------
@@ -468,6 +517,9 @@ PROBES = [
     bad("decode", "beam_search NaN log-probs", search_nan("beam"), False),
     Probe("decode", "beam_search NumPy integer beam and max_len", beam_integer_width_works),
     bad("decode", "beam_step beam=0", beam_step_with(beam=0), False),
+    bad("decode", "beam_step NaN log_probs", beam_step_poisoned("log_probs", np.nan), False),
+    bad("decode", "beam_step +inf log_probs", beam_step_poisoned("log_probs", np.inf), False),
+    bad("decode", "beam_step NaN scores", beam_step_poisoned("scores", np.nan), False),
     bad("decode", "beam_step beam > K·V", beam_step_with(beam=11), False),
     bad("decode", "beam_step scores (B, K+1)", beam_step_with(scores=lambda s: np.zeros((2, 3))), False),
     bad("decode", "beam_step scores (B,)", beam_step_with(scores=lambda s: s[:, 0]), False),
@@ -542,4 +594,20 @@ PROBES = [
     bad("data", "SubwordTokenizer.decode a 2-D array", tokenizer("decode", np.array([[5, 6], [7, 8]])), False),
     bad("data", "SubwordTokenizer.decode_batch one string", tokenizer("decode_batch", "the cat"), False),
     Probe("data", "SubwordTokenizer.decode a NumPy row", decode_array_works, False),
+    # the course's vocabulary and padding
+    bad("text", "Vocab[5] (an id, not a token)", vocab_call(lambda v: v[5]), False),
+    bad("text", "Vocab[np.int64(5)]", vocab_call(lambda v: v[np.int64(5)]), False),
+    bad("text", "Vocab[None]", vocab_call(lambda v: v[None]), False),
+    Probe("text", "Vocab of a token and an unknown token", vocab_call(vocab_tokens_work), False),
+    bad("text", "Vocab.lookup(2.7)", vocab_call(lambda v: v.lookup(2.7)), False),
+    bad("text", "Vocab.lookup(True)", vocab_call(lambda v: v.lookup(True)), False),
+    bad("text", "Vocab.lookup(an id = size)", vocab_call(lambda v: v.lookup(len(v))), False),
+    bad("text", "Vocab.decode [2.5]", vocab_call(lambda v: v.decode([4, 2.5])), False),
+    Probe("text", "Vocab.lookup of 2.0, a NumPy id, a 0-d array", vocab_call(lookup_whole_ids_work), False),
+    bad("text", "pad_batch pad=1.5", padded(pad=1.5), False),
+    bad("text", "pad_batch pad=True", padded(pad=True), False),
+    bad("text", "pad_batch pad that is a real id", padded(pad=6), False),
+    bad("text", "pad_batch rows padded before (PAD inside)", padded([[5, 6, 0, 0], [7, 0, 0, 0]]), False),
+    bad("text", "pad_batch max_len=2.5", padded(max_len=2.5), False),
+    Probe("text", "pad_batch pad=-1, pre-padding", pad_batch_works, False),
 ]

@@ -3,9 +3,11 @@
 The rule, the same in both frameworks: every layer, model and function takes the framework's own tensors or
 NumPy arrays. NumPy arrays become tensors at the entry; the float inputs of a layer are computed in its dtype,
 float32 (Keras casts float16, bfloat16 and float64 itself; a function such as ``masked_softmax`` keeps the dtype
-it is given, NumPy floats as float32). Queries, keys, values and states must be floats; a mask bool, or numbers
-that are all 0 or 1; token ids integers in [0, vocab). Anything else raises the course's error, naming the
-argument, the rule and the value (the rules and messages live in ``attention_course.core.validate``).
+it is given, NumPy floats as float32). Under a float16 dtype policy the attention layers of Chapters 1–4 still
+compute their scores and softmax in float32, as PyTorch does (``attention(..., wide=True)``, ``widen``). Queries,
+keys, values and states must be floats; a mask bool, or numbers that are all 0 or 1; token ids integers in
+[0, vocab). Anything else raises the course's error, naming the argument, the rule and the value (the rules and
+messages live in ``attention_course.core.validate``).
 
 Inside ``tf.function`` (``fit``, ``train_pointer``) the tensors are symbolic: dtypes and shapes are checked
 when the function is traced, and the value checks become graph assertions that fail when it runs;
@@ -151,19 +153,23 @@ def positions(x, ids_shape):
     return x
 
 
-def attention(query, key, value, mask=None, same_d: bool = True):
+def attention(query, key, value, mask=None, same_d: bool = True, wide: bool = False):
     """The inputs of an attention layer: float query (B, T_q, d), key (B, T_k, d), value (B, T_k, d_v), the
-    shapes checked, and the mask as bool (or None)."""
+    shapes checked, and the mask as bool (or None). ``wide=True``: half-precision floats become float32 (``widen``),
+    as in PyTorch, so that scores and softmax are computed in float32 under a float16 dtype policy too."""
     query, key, value = floats(query, "query"), floats(key, "key"), floats(value, "value")
+    if wide:
+        query, key, value = widen(query), widen(key), widen(value)
     mask = None if mask is None else tensor(mask, "mask")
     validate.attention_shapes(query, key, value, mask, same_d=same_d)
     return query, key, value, bool_mask(mask)
 
 
-def pair(query, key):
-    """The inputs of a score function: float query and key (their shapes are the score's to check)."""
-    query = floats(query, "query")
-    return query, floats(key, "key")
+def pair(query, key, wide: bool = False):
+    """The inputs of a score function: float query and key (their shapes are the score's to check); ``wide=True``:
+    half-precision floats become float32 (``widen``)."""
+    query, key = floats(query, "query"), floats(key, "key")
+    return (widen(query), widen(key)) if wide else (query, key)
 
 
 def hide(value, visible):
@@ -173,6 +179,25 @@ def hide(value, visible):
         return value
     keep = visible if len(visible.shape) == 2 else ops.any(visible, axis=1)     # (B, T_k)
     return ops.where(ops.expand_dims(keep, -1), value, ops.zeros_like(value))
+
+
+def finite_visible(query, key, mask=None) -> None:
+    """Check that the query, and every key that some query may see, hold finite numbers (one reduction each, a
+    graph assertion while traced): a NaN or inf there gives a row of NaN, or of zeros, without a word. A hidden key
+    may hold anything (the mask keeps it out). ``mask`` bool (B, T_k) or (B, T_q or 1, T_k), or None."""
+    finite(query, "query")
+    finite(hide(key, mask), "key")
+
+
+HALF = ("float16", "bfloat16")
+
+
+def widen(x):
+    """``x`` as float32 when it is a half-precision float (float16, bfloat16), else unchanged: what PyTorch's
+    ``floats`` does at the entry. A layer built under a float16 dtype policy gets float16 inputs from Keras, and
+    float16 ends at ±65 504: a larger score overflows to ±inf (a lone visible key at -inf gets no weight, +inf − inf
+    is NaN), and float16's lowest number, as the fill of the hidden keys, ties with a visible key's score there."""
+    return ops.cast(x, "float32") if dtype_name(x) in HALF else x
 
 
 @contextlib.contextmanager

@@ -137,3 +137,11 @@ def hide(value, visible):
     keep = visible if visible.dim() == 2 else visible.any(dim=1)     # (B, T_k)
     return value.masked_fill(~keep[..., None], 0)
 
+
+def finite_visible(query, key, mask=None) -> None:
+    """Check that the query, and every key that some query may see, hold finite numbers (one reduction each): a
+    NaN or inf there gives a row of NaN, or of zeros, without a word. A hidden key may hold anything (the mask
+    keeps it out). ``mask`` bool (B, T_k) or (B, T_q or 1, T_k), or None (every key is seen)."""
+    finite(query, "query")
+    finite(hide(key, mask), "key")
+
