@@ -5,7 +5,9 @@ GRU or a convolution mixes the sequence) and ``LookbackNet`` names the symbols a
 only a layer that knows positions can do. Same names and signatures as ``torch.py`` beside it.
 
 Shapes: B batch, h heads, T_q queries, T_k keys, d_head features per head, d_model = h · d_head. Masks say True
-(or 1) where a key may be attended: a key mask (B, T_k) or a full mask (B, T_q, T_k).
+(or 1) where a key may be attended: ``mask`` (B or 1, T_q or 1, T_k), the keys each query may see, and
+``padding_mask`` (B, T_k), the keys that are real tokens. A 2-D ``mask`` is refused: (B, T_k) and (T_q, T_k) would
+look alike when B = T_q.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ import math
 
 import keras
 import numpy as np
-from keras import initializers, layers, ops
+from keras import layers, ops
 
 from attention_course.ch07_self_attention import validate
 from attention_course.core.keras import inputs
 from attention_course.core.keras.base import BuildOnCall, Layer, Model
+from attention_course.core.keras.init import torch_bias, torch_dense, torch_embedding, torch_kernel, torch_uniform
 
 __all__ = ["causal_mask", "scaled_dot_product_attention", "split_heads", "merge_heads", "SelfAttention",
            "MultiHeadAttention", "as_framework_layer", "from_framework_layer", "SinusoidalPositions",
@@ -33,6 +36,19 @@ def causal_mask(t_q: int, t_k: int | None = None):
     return ops.convert_to_tensor(np.tri(t_q, t_k, t_k - t_q, dtype=bool)[None])
 
 
+def combined_mask(mask=None, padding_mask=None, keys=None):
+    """One bool mask (B or 1, T_q or 1, T_k) of the keys each query may see, or None: ``mask`` (B or 1, T_q or 1,
+    T_k) and ``padding_mask`` (B, T_k), the keys that are real tokens (of ``keys``, (B, T_k, d) or (B, h, T_k, d))."""
+    mask = None if mask is None else inputs.tensor(mask, "mask")
+    padding = None if padding_mask is None else inputs.tensor(padding_mask, "padding_mask")
+    validate.masks(mask, padding, keys)                               # a 2-D mask is refused: padding or (T_q, T_k)?
+    mask, padding = inputs.bool_mask(mask), inputs.bool_mask(padding, "padding_mask")
+    if padding is None:
+        return mask
+    padding = padding[:, None, :]                                     # (B, 1, T_k): the same for every query
+    return padding if mask is None else ops.logical_and(mask, padding)
+
+
 def visible_keys(mask, causal: bool, t_q: int, t_k: int):
     """The keys each query may see, as bool (B or 1, 1, T_q or 1, T_k), or None when it may see them all."""
     visible = None
@@ -45,15 +61,18 @@ def visible_keys(mask, causal: bool, t_q: int, t_k: int):
     return visible
 
 
-def scaled_dot_product_attention(query, key, value, mask=None, causal: bool = False, return_weights: bool = False):
+def scaled_dot_product_attention(query, key, value, mask=None, causal: bool = False, return_weights: bool = False,
+                                 padding_mask=None):
     """softmax(Q Kᵀ / √d_head) V for every head at once.
 
-    query (B, h, T_q, d_head), key (B, h, T_k, d_head), value (B, h, T_k, d_v); mask (B, T_k) or (B, T_q, T_k);
-    ``causal`` hides the keys after each query. Without ``return_weights`` the fused kernel runs
-    (``ops.dot_product_attention``, which wants (B, T, h, d)); with it, the explicit softmax, which also returns
-    the weights (B, h, T_q, T_k). A query that may see no key gets zeros on both paths, never NaN.
+    query (B, h, T_q, d_head), key (B, h, T_k, d_head), value (B, h, T_k, d_v); mask (B or 1, T_q or 1, T_k), the
+    keys each query may see; padding_mask (B, T_k), the keys that are real tokens; ``causal`` hides the keys after
+    each query. Without ``return_weights`` the fused kernel runs (``ops.dot_product_attention``, which wants
+    (B, T, h, d)); with it, the explicit softmax, which also returns the weights (B, h, T_q, T_k). A query that may
+    see no key gets zeros on both paths, never NaN.
     """
     query, key, value = (inputs.floats(x, n) for x, n in ((query, "query"), (key, "key"), (value, "value")))
+    mask = combined_mask(mask, padding_mask, key)                    # (B or 1, T_q or 1, T_k) bool, or None
     validate.head_shapes(query, key, value, mask)
     t_q, t_k = query.shape[-2], key.shape[-2]
     visible = visible_keys(mask, causal, t_q, t_k)
@@ -92,13 +111,13 @@ class SelfAttention(BuildOnCall, Layer):
     def __init__(self, d_in: int, d_out: int, **kwargs):
         super().__init__(**kwargs)
         self.d_in, self.d_out = validate.sizes(d_in=d_in, d_out=d_out)
-        self.W_query = layers.Dense(d_out, use_bias=False)
-        self.W_key = layers.Dense(d_out, use_bias=False)
-        self.W_value = layers.Dense(d_out, use_bias=False)
+        self.W_query = torch_dense(d_out, d_in, use_bias=False)       # as nn.Linear(d_in, d_out): U(±1/√d_in)
+        self.W_key = torch_dense(d_out, d_in, use_bias=False)
+        self.W_value = torch_dense(d_out, d_in, use_bias=False)
 
-    def call(self, x, mask=None, causal: bool = False, return_weights: bool = False):
-        # x (B, T, d_in) → context (B, T, d_out) [, weights (B, T, T)]
-        x, _, _, mask = inputs.attention(x, x, x, mask)
+    def call(self, x, mask=None, causal: bool = False, return_weights: bool = False, padding_mask=None):
+        # x (B, T, d_in) → context (B, T, d_out) [, weights (B, T, T)]; mask (B or 1, T or 1, T), padding_mask (B, T)
+        x, _, _, mask = inputs.attention(x, x, x, combined_mask(mask, padding_mask, x))
         validate.sequence_shapes("SelfAttention", x, features=self.d_in)
         q, k, v = (w(x)[:, None] for w in (self.W_query, self.W_key, self.W_value))   # (B, 1, T, d_out)
         out = scaled_dot_product_attention(q, k, v, mask, causal, return_weights)
@@ -116,13 +135,16 @@ class MultiHeadAttention(BuildOnCall, Layer):
         super().__init__(**kwargs)
         validate.heads(d_model, heads, rotary)
         self.d_model, self.heads, self.bias, self.rotary = d_model, heads, bias, rotary
-        self.W_q = layers.Dense(d_model, use_bias=bias)
-        self.W_k = layers.Dense(d_model, use_bias=bias)
-        self.W_v = layers.Dense(d_model, use_bias=bias)
-        self.W_o = layers.Dense(d_model, use_bias=bias)
+        self.W_q = torch_dense(d_model, d_model, use_bias=bias)       # as nn.Linear: weights and biases U(±1/√d)
+        self.W_k = torch_dense(d_model, d_model, use_bias=bias)
+        self.W_v = torch_dense(d_model, d_model, use_bias=bias)
+        self.W_o = torch_dense(d_model, d_model, use_bias=bias)
 
-    def call(self, query, key=None, value=None, mask=None, causal: bool = False, return_weights: bool = False):
-        # query (B, T_q, d_model); key, value (B, T_k, d_model), default: the query (self-attention)
+    def call(self, query, key=None, value=None, mask=None, causal: bool = False, return_weights: bool = False,
+             padding_mask=None):
+        # query (B, T_q, d_model); key, value (B, T_k, d_model), default: the query (self-attention);
+        # mask (B or 1, T_q or 1, T_k): the keys each query may see; padding_mask (B, T_k): the keys that are tokens
+        mask = combined_mask(mask, padding_mask, query if key is None else key)
         q, k, v, mask = self.project(query, key, value, mask)         # (B, h, T_q or T_k, d_head) each
         if self.rotary:
             q, k = rope(q, offset=k.shape[-2] - q.shape[-2]), rope(k)
@@ -270,7 +292,7 @@ POSITIONS = ("none", "sinusoidal", "learned", "rotary")
 
 def torch_like_embedding(vocab: int, d_model: int) -> layers.Embedding:
     # N(0, 1) as torch.nn.Embedding: the size of the symbols against the position codes added to them matters
-    return layers.Embedding(vocab, d_model, embeddings_initializer=initializers.RandomNormal(stddev=1.0))
+    return layers.Embedding(vocab, d_model, embeddings_initializer=torch_embedding())
 
 
 class CausalConv(BuildOnCall, Layer):
@@ -293,7 +315,9 @@ class CausalConv(BuildOnCall, Layer):
 
 
 def causal_conv1d(d_model: int, kernel: int) -> layers.Conv1D:
-    return layers.Conv1D(d_model, kernel, padding="causal", activation="relu")
+    # as nn.Conv1d(d_model, d_model, kernel): weights and biases U(±1/√fan_in), fan_in = d_model · kernel
+    return layers.Conv1D(d_model, kernel, padding="causal", activation="relu", kernel_initializer=torch_kernel(),
+                         bias_initializer=torch_bias(d_model * kernel))
 
 
 class RecallNet(Model):
@@ -309,11 +333,14 @@ class RecallNet(Model):
         if mixer == "attention":
             self.mixer = MultiHeadAttention(d_model, heads, rotary=True)     # positions: RoPE
         elif mixer == "gru":
-            self.mixer = layers.GRU(d_model, return_sequences=True, reset_after=True)
+            self.mixer = layers.GRU(d_model, return_sequences=True, reset_after=True,   # as nn.GRU: U(±1/√d)
+                                    kernel_initializer=torch_uniform(d_model),
+                                    recurrent_initializer=torch_uniform(d_model),
+                                    bias_initializer=torch_uniform(d_model))
         else:
             self.mixer = CausalConv(d_model)
-        self.hidden = layers.Dense(2 * d_model)
-        self.readout = layers.Dense(n_classes)
+        self.hidden = torch_dense(2 * d_model, d_model)
+        self.readout = torch_dense(n_classes, 2 * d_model)
 
     def call(self, ids):
         # ids (B, T) → logits (B, n_classes), read at the last position
@@ -336,7 +363,7 @@ class LookbackNet(Model):
         self.add_positions = {"sinusoidal": lambda: SinusoidalPositions(d_model),
                               "learned": lambda: LearnedPositions(max_len, d_model)}.get(positions, layers.Identity)()
         self.attention = MultiHeadAttention(d_model, heads, rotary=positions == "rotary")
-        self.readout = layers.Dense(n_classes)
+        self.readout = torch_dense(n_classes, d_model)
 
     def call(self, ids, return_weights: bool = False):
         # ids (B, T) → logits (B, T, n_classes) [, weights (B, heads, T, T)]

@@ -5,7 +5,9 @@ GRU or a convolution mixes the sequence) and ``LookbackNet`` names the symbols a
 only a layer that knows positions can do. Same names and signatures as ``keras.py`` beside it.
 
 Shapes: B batch, h heads, T_q queries, T_k keys, d_head features per head, d_model = h · d_head. Masks say True
-(or 1) where a key may be attended: a key mask (B, T_k) or a full mask (B, T_q, T_k).
+(or 1) where a key may be attended: ``mask`` (B or 1, T_q or 1, T_k), the keys each query may see, and
+``padding_mask`` (B, T_k), the keys that are real tokens. A 2-D ``mask`` is refused: (B, T_k) and (T_q, T_k) would
+look alike when B = T_q.
 """
 
 from __future__ import annotations
@@ -32,6 +34,19 @@ def causal_mask(t_q: int, t_k: int | None = None, device=None) -> torch.Tensor:
     return torch.ones(t_q, t_k, dtype=torch.bool, device=device).tril(t_k - t_q)[None]
 
 
+def combined_mask(mask=None, padding_mask=None, keys=None, device=None) -> torch.Tensor | None:
+    """One bool mask (B or 1, T_q or 1, T_k) of the keys each query may see, or None: ``mask`` (B or 1, T_q or 1,
+    T_k) and ``padding_mask`` (B, T_k), the keys that are real tokens (of ``keys``, (B, T_k, d) or (B, h, T_k, d))."""
+    mask = None if mask is None else inputs.tensor(mask, "mask", device)
+    padding = None if padding_mask is None else inputs.tensor(padding_mask, "padding_mask", device)
+    validate.masks(mask, padding, keys)                               # a 2-D mask is refused: padding or (T_q, T_k)?
+    mask, padding = inputs.bool_mask(mask), inputs.bool_mask(padding, "padding_mask")
+    if padding is None:
+        return mask
+    padding = padding[:, None, :]                                     # (B, 1, T_k): the same for every query
+    return padding if mask is None else mask & padding
+
+
 def visible_keys(mask, causal: bool, t_q: int, t_k: int, device) -> torch.Tensor | None:
     """The keys each query may see, as bool (B or 1, 1, T_q or 1, T_k), or None when it may see them all."""
     visible = None
@@ -44,16 +59,19 @@ def visible_keys(mask, causal: bool, t_q: int, t_k: int, device) -> torch.Tensor
     return visible
 
 
-def scaled_dot_product_attention(query, key, value, mask=None, causal: bool = False, return_weights: bool = False):
+def scaled_dot_product_attention(query, key, value, mask=None, causal: bool = False, return_weights: bool = False,
+                                 padding_mask=None):
     """softmax(Q Kᵀ / √d_head) V for every head at once.
 
-    query (B, h, T_q, d_head), key (B, h, T_k, d_head), value (B, h, T_k, d_v); mask (B, T_k) or (B, T_q, T_k);
-    ``causal`` hides the keys after each query. Without ``return_weights`` the fused kernel runs
-    (``F.scaled_dot_product_attention``); with it, the explicit softmax, which also returns the weights
-    (B, h, T_q, T_k). A query that may see no key gets zeros on both paths, never NaN.
+    query (B, h, T_q, d_head), key (B, h, T_k, d_head), value (B, h, T_k, d_v); mask (B or 1, T_q or 1, T_k), the
+    keys each query may see; padding_mask (B, T_k), the keys that are real tokens; ``causal`` hides the keys after
+    each query. Without ``return_weights`` the fused kernel runs (``F.scaled_dot_product_attention``); with it, the
+    explicit softmax, which also returns the weights (B, h, T_q, T_k). A query that may see no key gets zeros on
+    both paths, never NaN.
     """
     query = inputs.floats(query, "query")
     key, value = inputs.floats(key, "key", query.device), inputs.floats(value, "value", query.device)
+    mask = combined_mask(mask, padding_mask, key, query.device)       # (B or 1, T_q or 1, T_k) bool, or None
     validate.head_shapes(query, key, value, mask)
     t_q, t_k = query.shape[-2], key.shape[-2]
     if not return_weights and mask is None and causal and t_q == t_k:
@@ -95,9 +113,9 @@ class SelfAttention(nn.Module):
         self.W_key = nn.Linear(d_in, d_out, bias=False)
         self.W_value = nn.Linear(d_in, d_out, bias=False)
 
-    def forward(self, x, mask=None, causal: bool = False, return_weights: bool = False):
-        # x (B, T, d_in) → context (B, T, d_out) [, weights (B, T, T)]
-        x, _, _, mask = inputs.attention(x, x, x, mask)
+    def forward(self, x, mask=None, causal: bool = False, return_weights: bool = False, padding_mask=None):
+        # x (B, T, d_in) → context (B, T, d_out) [, weights (B, T, T)]; mask (B or 1, T or 1, T), padding_mask (B, T)
+        x, _, _, mask = inputs.attention(x, x, x, combined_mask(mask, padding_mask, x, inputs.device_of(self)))
         validate.sequence_shapes("SelfAttention", x, features=self.d_in)
         q, k, v = (w(x)[:, None] for w in (self.W_query, self.W_key, self.W_value))   # (B, 1, T, d_out)
         out = scaled_dot_product_attention(q, k, v, mask, causal, return_weights)
@@ -117,8 +135,11 @@ class MultiHeadAttention(nn.Module):
         self.W_v = nn.Linear(d_model, d_model, bias=bias)
         self.W_o = nn.Linear(d_model, d_model, bias=bias)
 
-    def forward(self, query, key=None, value=None, mask=None, causal: bool = False, return_weights: bool = False):
-        # query (B, T_q, d_model); key, value (B, T_k, d_model), default: the query (self-attention)
+    def forward(self, query, key=None, value=None, mask=None, causal: bool = False, return_weights: bool = False,
+                padding_mask=None):
+        # query (B, T_q, d_model); key, value (B, T_k, d_model), default: the query (self-attention);
+        # mask (B or 1, T_q or 1, T_k): the keys each query may see; padding_mask (B, T_k): the keys that are tokens
+        mask = combined_mask(mask, padding_mask, query if key is None else key, inputs.device_of(self))
         q, k, v, mask = self.project(query, key, value, mask)         # (B, h, T_q or T_k, d_head) each
         if self.rotary:
             q, k = rope(q, offset=k.shape[-2] - q.shape[-2]), rope(k)

@@ -32,6 +32,29 @@ def rope_shape(shape) -> None:
     if len(shape) != 4 or (shape[-1] is not None and shape[-1] % 2):
         raise ShapeError(f"rope expects x of shape (batch, heads, T, d_head) with d_head even; got {tuple(shape)}")
 
+def masks(mask, padding_mask, keys=None) -> None:
+    """An attention's two masks: ``mask`` (B or 1, T_q or 1, T_k), the keys each query may see, is 3-D;
+    ``padding_mask`` (B, T_k), the keys that are real tokens, has the batch and T_k of ``keys`` ((B, T_k, d) or
+    (B, h, T_k, d)). A 2-D ``mask`` is refused: (batch, T_k) and (T_q, T_k) look alike when batch = T_q."""
+    m = None if mask is None else shape_of(mask)
+    if m is not None and len(m) == 2:
+        raise ShapeError(f"mask of shape {m} is 2-D, and a 2-D mask could be a (batch, T_k) padding mask or a "
+                         f"(T_q, T_k) attention mask, which look alike when batch = T_q: give a padding mask as "
+                         f"padding_mask=, and an attention mask as 3-D, (1, T_q, T_k) (mask[None], as causal_mask "
+                         f"gives) or (batch, T_q, T_k)")
+    if m is not None and len(m) != 3:
+        raise ShapeError(f"mask of shape {m} must be 3-D, (batch or 1, T_q or 1, T_k): the keys each query may see "
+                         f"(a padding mask (batch, T_k) goes to padding_mask=)")
+    if padding_mask is None:
+        return
+    p = shape_of(padding_mask)
+    k = shape_of(keys) if getattr(keys, "shape", None) is not None else None     # not a tensor: named later
+    want = (None, None) if k is None or len(k) < 3 else (k[0], k[-2])
+    if len(p) != 2 or any(a != b and None not in (a, b) for a, b in zip(p, want, strict=True)):
+        raise ShapeError(f"padding_mask of shape {p} must be (batch, T_k) = {want}: True where a key is a real "
+                         f"token, False where it is padding")
+
+
 def head_shapes(query, key, value, mask=None) -> None:
     """scaled_dot_product_attention: query (B, h, T_q, d), key (B, h, T_k, d), value (B, h, T_k, d_v), mask
     (B, T_k) or (B, T_q, T_k)."""

@@ -3,7 +3,8 @@ network, encoder and decoder layers with residual connections and LayerNorm afte
 (pre-LN) each sub-layer, and the encoder–decoder translator with incremental decoding through a key–value cache.
 Same names and signatures as ``torch.py`` beside it.
 
-Shapes: B batch, S source length, T target length, d_model = d. Masks say True (or 1) where a token is real.
+Shapes: B batch, S source length, T target length, d_model = d. Masks say True (or 1) where a token is real: the
+padding masks (B, S) of the sources and of the memory.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ import numpy as np
 import tensorflow as tf
 from keras import initializers, layers, ops
 
-from attention_course.ch07_self_attention.keras import MultiHeadAttention, rope, sinusoids
+from attention_course.ch07_self_attention.keras import MultiHeadAttention, combined_mask, rope, sinusoids, split_heads
 from attention_course.ch08_transformer import validate
 from attention_course.core.keras import inputs
 from attention_course.core.keras.base import BuildOnCall, Layer, Model
+from attention_course.core.keras.init import torch_dense
 
 __all__ = ["KVCache", "StaticKVCache", "CachedMultiHeadAttention", "FeedForward", "EncoderLayer", "DecoderLayer",
            "Transformer", "LanguageModel", "framework_encoder_layer"]
@@ -26,14 +28,10 @@ __all__ = ["KVCache", "StaticKVCache", "CachedMultiHeadAttention", "FeedForward"
 EPSILON = 1e-5   # LayerNorm's epsilon, PyTorch's default (Keras' own is 1e-3)
 
 
-def _torch_init():
-    # PyTorch's nn.Linear weights, U(±1/√fan_in): the twins start alike and train alike (Keras' Glorot default
-    # makes the 256 → 64 layer and the attention projections larger, and the output layer smaller)
-    return initializers.VarianceScaling(1 / 3, mode="fan_in", distribution="uniform")
-
-
 def torch_like_dense(units: int) -> layers.Dense:
-    return layers.Dense(units, kernel_initializer=_torch_init())
+    # as PyTorch's nn.Linear, weights and biases U(±1/√fan_in): the twins start alike and train alike (Keras'
+    # Glorot default makes the 256 → 64 layer larger and the output layer smaller, and its biases start at zero)
+    return torch_dense(units)
 
 
 def sinusoids_at(positions, d: int):
@@ -49,13 +47,6 @@ def compiled(model, method: str):
     if method not in graphs:
         graphs[method] = tf.function(getattr(model, method))
     return graphs[method]
-
-
-def projected_attention(d_model: int, heads: int, layer: type = MultiHeadAttention) -> MultiHeadAttention:
-    mha = layer(d_model, heads)
-    for projection in (mha.W_q, mha.W_k, mha.W_v, mha.W_o):             # not built yet: set before the first call
-        projection.kernel_initializer = _torch_init()
-    return mha
 
 
 class KVCache:
@@ -124,12 +115,21 @@ class StaticKVCache(KVCache):
 class CachedMultiHeadAttention(MultiHeadAttention):
     """Chapter 7's multi-head attention, able to decode one step at a time: with ``cache`` (a ``KVCache``), this
     call's keys and values are appended to the cache and the queries attend to all of them, so each new step
-    computes the keys and values of its own tokens only. Without a cache it is Chapter 7's layer."""
+    computes the keys and values of its own tokens only. ``cache`` may also be the keys and values of an encoder's
+    output, from ``memory_keys``: the same at every step, so they are computed once per source and the queries
+    attend to them as they are. Without a cache it is Chapter 7's layer."""
 
     def call(self, query, key=None, value=None, mask=None, causal: bool = False, return_weights: bool = False,
-             cache: KVCache | None = None):
+             padding_mask=None, cache: KVCache | tuple | None = None):
         if cache is None:
-            return super().call(query, key, value, mask, causal, return_weights)
+            return super().call(query, key, value, mask, causal, return_weights, padding_mask)
+        if isinstance(cache, tuple | list):                           # a memory's keys and values (B, h, S, d_head)
+            k, v = cache
+            mask = combined_mask(mask, padding_mask, k)
+            query = inputs.floats(query, "query")
+            validate.model_width(self, query)
+            return self.attend(split_heads(self.W_q(query), self.heads), k, v, mask, causal, return_weights)
+        mask = combined_mask(mask, padding_mask, query if key is None else key)
         q, k, v, mask = self.project(query, key, value, mask)         # (B, h, T_q or T_k, d_head) each
         if self.rotary:
             past = len(cache)                                         # positions already in the cache
@@ -138,6 +138,15 @@ class CachedMultiHeadAttention(MultiHeadAttention):
         if isinstance(cache, StaticKVCache):                          # (B, h, C, d_head): hide the unwritten end
             mask = cache.visible(q.shape[-2])
         return self.attend(q, k, v, mask, causal, return_weights)
+
+    def memory_keys(self, memory, padding_mask=None):
+        """The keys and values (B, h, S, d_head) of ``memory`` (B, S, d), an encoder's output whose pads
+        ``padding_mask`` (B, S) hides: what attention over the memory computes from it at every decoding step,
+        computed once, for ``cache=``."""
+        memory = inputs.floats(memory, "memory")
+        validate.model_width(self, memory)
+        memory = inputs.hide(memory, combined_mask(None, padding_mask, memory))                  # pads: zeros
+        return split_heads(self.W_k(memory), self.heads), split_heads(self.W_v(memory), self.heads)
 
 
 class FeedForward(BuildOnCall, Layer):
@@ -179,7 +188,7 @@ class EncoderLayer(BuildOnCall, Layer):
         super().__init__(**kwargs)
         validate.positive("eps", eps, " (the LayerNorms' epsilon)")
         self.norm_first, self.causal = norm_first, causal
-        self.self_attention = projected_attention(d_model, heads, CachedMultiHeadAttention)
+        self.self_attention = CachedMultiHeadAttention(d_model, heads)
         self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
         self.norm_1 = layers.LayerNormalization(epsilon=eps)
         self.norm_2 = layers.LayerNormalization(epsilon=eps)
@@ -193,11 +202,12 @@ class EncoderLayer(BuildOnCall, Layer):
         out, w = sublayer(x)
         return norm(x + self.dropout(out, training=training)), w
 
-    def call(self, x, mask=None, return_weights: bool = False, cache: KVCache | None = None, training=None):
-        # x (B, S, d), mask (B, S) → (B, S, d) [, weights (B, h, S, S)]
+    def call(self, x, padding_mask=None, return_weights: bool = False, cache: KVCache | None = None, training=None):
+        # x (B, S, d), padding_mask (B, S): True on real tokens → (B, S, d) [, weights (B, h, S, S)]
         x = inputs.floats(x, "x")
-        x, w = self.residual(x, lambda h: with_weights(self.self_attention, h, return_weights, mask=mask,
-                                                  causal=self.causal, cache=cache), self.norm_1, training)
+        x, w = self.residual(x, lambda h: with_weights(self.self_attention, h, return_weights,
+                                                  padding_mask=padding_mask, causal=self.causal, cache=cache),
+                             self.norm_1, training)
         x, _ = self.residual(x, lambda h: (self.feed_forward(h, training=training), None), self.norm_2, training)
         return (x, w) if return_weights else x
 
@@ -205,25 +215,26 @@ class EncoderLayer(BuildOnCall, Layer):
 class DecoderLayer(EncoderLayer):
     """Masked self-attention over the target so far, attention over the encoder's output (the memory), then the
     feed-forward network; residuals and LayerNorms as in ``EncoderLayer``. ``cache`` (a ``KVCache``) decodes one
-    step at a time: it keeps the self-attention's keys and values of the earlier steps."""
+    step at a time: it keeps the self-attention's keys and values of the earlier steps, and ``memory_kv`` the
+    cross-attention's keys and values of the memory, computed once per source (``cross_attention.memory_keys``)."""
 
     def __init__(self, d_model: int, heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False,
                  **kwargs):
         super().__init__(d_model, heads, d_ff, dropout, norm_first, causal=True, **kwargs)
-        self.cross_attention = projected_attention(d_model, heads)
+        self.cross_attention = CachedMultiHeadAttention(d_model, heads)
         self.norm_3 = layers.LayerNormalization(epsilon=EPSILON)
 
     def call(self, y, memory, memory_mask=None, cache: KVCache | None = None,  # type: ignore[override]
-             return_weights: bool = False, training=None):
-        # y (B, T, d) the target, memory (B, S, d), memory_mask (B, S) → (B, T, d)
+             return_weights: bool = False, memory_kv: tuple | None = None, training=None):
+        # y (B, T, d) the target, memory (B, S, d), memory_mask (B, S): True on its real tokens → (B, T, d)
         # [, self-attention weights (B, h, T, T), cross-attention weights (B, h, T, S)]
         y = inputs.floats(y, "y")
         y, w_self = self.residual(
             y, lambda h: with_weights(self.self_attention, h, return_weights, causal=self.causal, cache=cache),
             self.norm_1, training)
         y, w_cross = self.residual(
-            y, lambda h: with_weights(self.cross_attention, h, return_weights, key=memory, mask=memory_mask),
-            self.norm_2, training)
+            y, lambda h: with_weights(self.cross_attention, h, return_weights, key=memory, padding_mask=memory_mask,
+                                      cache=memory_kv), self.norm_2, training)
         y, _ = self.residual(y, lambda h: (self.feed_forward(h, training=training), None), self.norm_3, training)
         return (y, w_self, w_cross) if return_weights else y
 
@@ -280,14 +291,19 @@ class Transformer(Model):
         x = self.encoder_norm(x)
         return (x, src_mask, weights) if return_weights else (x, src_mask)
 
+    def memory_keys(self, memory, memory_mask):
+        # each decoder layer's cross-attention keys and values of the memory (B, h, S, d_head), once per source
+        return [layer.cross_attention.memory_keys(memory, memory_mask) for layer in self.decoder]
+
     def decode(self, tgt_in, memory, memory_mask, caches=None, offset: int = 0, return_weights: bool = False,
-               training=None):
+               memory_kv=None, training=None):
         # tgt_in (B, T) ids → logits (B, T, V) [, self- and cross-attention weights per layer]
         tgt_in = inputs.ids(tgt_in, "tgt_in", self.tgt_embedding)
         y, weights = self._embed(self.tgt_embedding, tgt_in, offset, training), []
         for i, layer in enumerate(self.decoder):
             out = layer(y, memory, memory_mask, cache=None if caches is None else caches[i],
-                        return_weights=return_weights, training=training)
+                        return_weights=return_weights, memory_kv=None if memory_kv is None else memory_kv[i],
+                        training=training)
             y = out[0] if return_weights else out
             weights.append(out[1:] if return_weights else None)
         logits = self.out(self.decoder_norm(y))
@@ -304,13 +320,14 @@ class Transformer(Model):
                         "cross": [w[1] for w in dec_weights]}
 
     # one step at a time, on NumPy arrays, for greedy and beam search (attention_course.core.decode); the encoder
-    # pass and the step are compiled (one trace per batch shape), the step with a cache of fixed capacity that
-    # doubles when full (one trace per capacity)
+    # pass with the memory's keys and values, and the step, are compiled (one trace per batch shape), the step with
+    # a cache of fixed capacity that doubles when full (one trace per capacity)
     def start(self, src, src_mask, capacity: int = 32):
         memory, mask = compiled(self, "encode")(*self._source(src, src_mask))   # checked where the values are known
         heads = self.decoder[0].self_attention.heads
         caches = [StaticKVCache.empty(memory.shape[0], heads, capacity, self.d_model // heads) for _ in self.decoder]
-        return {"memory": memory, "mask": mask, "caches": caches, "steps": 0}
+        return {"memory": memory, "mask": mask, "memory_kv": compiled(self, "memory_keys")(memory, mask),
+                "caches": caches, "steps": 0}
 
     def step(self, tokens, state):
         tokens = ops.convert_to_tensor(np.asarray(tokens)[:, None], dtype="int32")
@@ -319,7 +336,7 @@ class Transformer(Model):
             caches = [cache.grown(2 * state["steps"]) for cache in caches]
         log_probs, keys, values = compiled(self, "_cached_step")(
             tokens, state["memory"], state["mask"], [c.keys for c in caches], [c.values for c in caches],
-            caches[0].length)
+            caches[0].length, state["memory_kv"])
         caches = [StaticKVCache(k, v, caches[0].length + 1) for k, v in zip(keys, values, strict=True)]
         return ops.convert_to_numpy(log_probs), {**state, "caches": caches, "steps": state["steps"] + 1}, None
 
@@ -331,9 +348,9 @@ class Transformer(Model):
         padded = np.pad(np.asarray(tgt_in), ((0, 0), (0, max(8, 2 ** math.ceil(math.log2(t))) - t)))
         return compiled(self, "decode")(padded, memory, memory_mask)[:, :t]
 
-    def _cached_step(self, tokens, memory, mask, keys, values, length):
+    def _cached_step(self, tokens, memory, mask, keys, values, length, memory_kv):
         caches = [StaticKVCache(k, v, length) for k, v in zip(keys, values, strict=True)]
-        logits = self.decode(tokens, memory, mask, caches, offset=length)
+        logits = self.decode(tokens, memory, mask, caches, offset=length, memory_kv=memory_kv)
         return ops.log_softmax(logits[:, -1], axis=-1), [c.keys for c in caches], [c.values for c in caches]
 
     def reorder(self, state, index):
@@ -341,7 +358,8 @@ class Transformer(Model):
             cache.select(index)
         index = ops.convert_to_tensor(np.asarray(index), dtype="int32")
         return {**state, "memory": ops.take(state["memory"], index, axis=0),
-                "mask": ops.take(state["mask"], index, axis=0)}
+                "mask": ops.take(state["mask"], index, axis=0),
+                "memory_kv": [(ops.take(k, index, axis=0), ops.take(v, index, axis=0)) for k, v in state["memory_kv"]]}
 
 
 class LanguageModel(Model):

@@ -3,7 +3,8 @@ network, encoder and decoder layers with residual connections and LayerNorm afte
 (pre-LN) each sub-layer, and the encoder–decoder translator with incremental decoding through a key–value cache.
 Same names and signatures as ``keras.py`` beside it.
 
-Shapes: B batch, S source length, T target length, d_model = d. Masks say True (or 1) where a token is real.
+Shapes: B batch, S source length, T target length, d_model = d. Masks say True (or 1) where a token is real: the
+padding masks (B, S) of the sources and of the memory.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attention_course.ch07_self_attention.torch import MultiHeadAttention, rope, sinusoids
+from attention_course.ch07_self_attention.torch import MultiHeadAttention, combined_mask, rope, sinusoids, split_heads
 from attention_course.ch08_transformer import validate
 from attention_course.core.torch import inputs
 
@@ -89,12 +90,21 @@ class StaticKVCache(KVCache):
 class CachedMultiHeadAttention(MultiHeadAttention):
     """Chapter 7's multi-head attention, able to decode one step at a time: with ``cache`` (a ``KVCache``), this
     call's keys and values are appended to the cache and the queries attend to all of them, so each new step
-    computes the keys and values of its own tokens only. Without a cache it is Chapter 7's layer."""
+    computes the keys and values of its own tokens only. ``cache`` may also be the keys and values of an encoder's
+    output, from ``memory_keys``: the same at every step, so they are computed once per source and the queries
+    attend to them as they are. Without a cache it is Chapter 7's layer."""
 
     def forward(self, query, key=None, value=None, mask=None, causal: bool = False, return_weights: bool = False,
-            cache: KVCache | None = None):
+            padding_mask=None, cache: KVCache | tuple | None = None):
         if cache is None:
-            return super().forward(query, key, value, mask, causal, return_weights)
+            return super().forward(query, key, value, mask, causal, return_weights, padding_mask)
+        if isinstance(cache, tuple | list):                           # a memory's keys and values (B, h, S, d_head)
+            k, v = cache
+            mask = combined_mask(mask, padding_mask, k, k.device)
+            query = inputs.floats(query, "query", k.device)
+            validate.model_width(self, query)
+            return self.attend(split_heads(self.W_q(query), self.heads), k, v, mask, causal, return_weights)
+        mask = combined_mask(mask, padding_mask, query if key is None else key, inputs.device_of(self))
         q, k, v, mask = self.project(query, key, value, mask)         # (B, h, T_q or T_k, d_head) each
         if self.rotary:
             past = len(cache)                                         # positions already in the cache
@@ -103,6 +113,15 @@ class CachedMultiHeadAttention(MultiHeadAttention):
         if isinstance(cache, StaticKVCache):                          # (B, h, C, d_head): hide the unwritten end
             mask = cache.visible(q.shape[-2])
         return self.attend(q, k, v, mask, causal, return_weights)
+
+    def memory_keys(self, memory, padding_mask=None):
+        """The keys and values (B, h, S, d_head) of ``memory`` (B, S, d), an encoder's output whose pads
+        ``padding_mask`` (B, S) hides: what attention over the memory computes from it at every decoding step,
+        computed once, for ``cache=``."""
+        memory = inputs.floats(memory, "memory", inputs.device_of(self))
+        validate.model_width(self, memory)
+        memory = inputs.hide(memory, combined_mask(None, padding_mask, memory, memory.device))   # pads: zeros
+        return split_heads(self.W_k(memory), self.heads), split_heads(self.W_v(memory), self.heads)
 
 
 class FeedForward(nn.Module):
@@ -158,11 +177,12 @@ class EncoderLayer(nn.Module):
         out, w = sublayer(x)
         return norm(x + self.dropout(out)), w
 
-    def forward(self, x, mask=None, return_weights: bool = False, cache: KVCache | None = None):
-        # x (B, S, d), mask (B, S) → (B, S, d) [, weights (B, h, S, S)]
+    def forward(self, x, padding_mask=None, return_weights: bool = False, cache: KVCache | None = None):
+        # x (B, S, d), padding_mask (B, S): True on real tokens → (B, S, d) [, weights (B, h, S, S)]
         x = inputs.floats(x, "x", self.norm_1.weight.device)
-        x, w = self.residual(x, lambda h: with_weights(self.self_attention, h, return_weights, mask=mask,
-                                                  causal=self.causal, cache=cache), self.norm_1)
+        x, w = self.residual(x, lambda h: with_weights(self.self_attention, h, return_weights,
+                                                  padding_mask=padding_mask, causal=self.causal, cache=cache),
+                             self.norm_1)
         x, _ = self.residual(x, lambda h: (self.feed_forward(h), None), self.norm_2)
         return (x, w) if return_weights else x
 
@@ -170,24 +190,25 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(EncoderLayer):
     """Masked self-attention over the target so far, attention over the encoder's output (the memory), then the
     feed-forward network; residuals and LayerNorms as in ``EncoderLayer``. ``cache`` (a ``KVCache``) decodes one
-    step at a time: it keeps the self-attention's keys and values of the earlier steps."""
+    step at a time: it keeps the self-attention's keys and values of the earlier steps, and ``memory_kv`` the
+    cross-attention's keys and values of the memory, computed once per source (``cross_attention.memory_keys``)."""
 
     def __init__(self, d_model: int, heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False):
         super().__init__(d_model, heads, d_ff, dropout, norm_first, causal=True)
-        self.cross_attention = MultiHeadAttention(d_model, heads)
+        self.cross_attention = CachedMultiHeadAttention(d_model, heads)
         self.norm_3 = nn.LayerNorm(d_model)
 
     def forward(self, y, memory, memory_mask=None, cache: KVCache | None = None,  # type: ignore[override]
-                return_weights: bool = False):
-        # y (B, T, d) the target, memory (B, S, d), memory_mask (B, S) → (B, T, d)
+                return_weights: bool = False, memory_kv: tuple | None = None):
+        # y (B, T, d) the target, memory (B, S, d), memory_mask (B, S): True on its real tokens → (B, T, d)
         # [, self-attention weights (B, h, T, T), cross-attention weights (B, h, T, S)]
         y = inputs.floats(y, "y", self.norm_1.weight.device)
         y, w_self = self.residual(
             y, lambda h: with_weights(self.self_attention, h, return_weights, causal=self.causal, cache=cache),
             self.norm_1)
         y, w_cross = self.residual(
-            y, lambda h: with_weights(self.cross_attention, h, return_weights, key=memory, mask=memory_mask),
-            self.norm_2)
+            y, lambda h: with_weights(self.cross_attention, h, return_weights, key=memory, padding_mask=memory_mask,
+                                      cache=memory_kv), self.norm_2)
         y, _ = self.residual(y, lambda h: (self.feed_forward(h), None), self.norm_3)
         return (y, w_self, w_cross) if return_weights else y
 
@@ -237,13 +258,18 @@ class Transformer(nn.Module):
         x = self.encoder_norm(x)
         return (x, src_mask, weights) if return_weights else (x, src_mask)
 
-    def decode(self, tgt_in, memory, memory_mask, caches=None, offset: int = 0, return_weights: bool = False):
+    def memory_keys(self, memory, memory_mask):
+        # each decoder layer's cross-attention keys and values of the memory (B, h, S, d_head), once per source
+        return [layer.cross_attention.memory_keys(memory, memory_mask) for layer in self.decoder]
+
+    def decode(self, tgt_in, memory, memory_mask, caches=None, offset: int = 0, return_weights: bool = False,
+               memory_kv=None):
         # tgt_in (B, T) ids → logits (B, T, V) [, self- and cross-attention weights per layer]
         tgt_in = inputs.ids(tgt_in, "tgt_in", self.tgt_embedding)
         y, weights = self._embed(self.tgt_embedding, tgt_in, offset), []
         for i, layer in enumerate(self.decoder):
             out = layer(y, memory, memory_mask, cache=None if caches is None else caches[i],
-                        return_weights=return_weights)
+                        return_weights=return_weights, memory_kv=None if memory_kv is None else memory_kv[i])
             y = out[0] if return_weights else out
             weights.append(out[1:] if return_weights else None)
         logits = self.out(self.decoder_norm(y))
@@ -264,12 +290,14 @@ class Transformer(nn.Module):
     def start(self, src, src_mask):
         self.eval()
         memory, mask = self.encode(src, src_mask)
-        return {"memory": memory, "mask": mask, "caches": [KVCache() for _ in self.decoder], "steps": 0}
+        return {"memory": memory, "mask": mask, "memory_kv": self.memory_keys(memory, mask),   # the source, once
+                "caches": [KVCache() for _ in self.decoder], "steps": 0}
 
     @torch.no_grad()
     def step(self, tokens, state):
         tokens = torch.as_tensor(np.asarray(tokens), dtype=torch.long, device=state["memory"].device)[:, None]
-        logits = self.decode(tokens, state["memory"], state["mask"], state["caches"], offset=state["steps"])
+        logits = self.decode(tokens, state["memory"], state["mask"], state["caches"], offset=state["steps"],
+                             memory_kv=state["memory_kv"])
         state = {**state, "steps": state["steps"] + 1}
         return torch.log_softmax(logits[:, -1], dim=-1).cpu().numpy(), state, None
 
@@ -278,7 +306,8 @@ class Transformer(nn.Module):
             cache.select(index)
         index = torch.as_tensor(np.asarray(index), dtype=torch.long, device=state["memory"].device)
         return {**state, "memory": state["memory"].index_select(0, index),
-                "mask": state["mask"].index_select(0, index)}
+                "mask": state["mask"].index_select(0, index),
+                "memory_kv": [(k.index_select(0, index), v.index_select(0, index)) for k, v in state["memory_kv"]]}
 
 
 class LanguageModel(nn.Module):

@@ -1,11 +1,11 @@
-"""Chapter 8's argument checks (``within_context``, ``same_steps``), beside the generic ones of
-:mod:`attention_course.core.validate`, which this module re-exports: the chapter's code says ``validate.…`` for
-both."""
+"""Chapter 8's argument checks (``within_context``, ``same_steps``), beside Chapter 7's (``model_width``, …) and the
+generic ones of :mod:`attention_course.core.validate`, which this module re-exports: the chapter's code says
+``validate.…`` for all of them."""
 
 from __future__ import annotations
 
+from attention_course.ch07_self_attention.validate import *  # noqa: F403  (Chapter 7's and the generic checks)
 from attention_course.core.errors import ShapeError
-from attention_course.core.validate import *  # noqa: F403  (the generic checks)
 
 
 def within_context(length, context: int) -> None:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import keras
 import numpy as np
-from keras import layers, ops
+from keras import ops
 
 from attention_course.ch07_self_attention.keras import (
     MultiHeadAttention,
     causal_mask,
+    combined_mask,
     merge_heads,
     rope,
     scaled_dot_product_attention,
@@ -27,6 +28,7 @@ from attention_course.ch10_modern_attention.cache import rope_half
 from attention_course.ch10_modern_attention.llama2c import Llama2c
 from attention_course.core.keras import inputs
 from attention_course.core.keras.base import BuildOnCall, Layer, Model
+from attention_course.core.keras.init import torch_dense
 
 __all__ = ["flash_attention", "GroupedQueryAttention", "linear_attention", "linear_attention_step", "retention_decays",
            "LinearAttention", "RMSNorm", "SwiGLU", "LlamaBlock", "Llama", "load_llama2c", "window_mask",
@@ -39,15 +41,19 @@ def flash_attention(query, key, value, mask=None, causal: bool = False, block: i
     the maximum grows; at most (B, h, T_q, block) scores exist at once, never the T_q × T_k matrix.
 
     query (B, h, T_q, d), key (B, h, T_k, d), value (B, h, T_k, d_v); mask (B, T_k) or (B, T_q, T_k); ``causal``
-    hides the keys after each query. → (B, h, T_q, d_v); a query that may see no key gets zeros."""
+    hides the keys after each query. → (B, h, T_q, d_v); a query that may see no key gets zeros. The queries, and the
+    keys and values some query may see, must be finite (an ``InputError`` names the first that is not); what the mask
+    hides is never read."""
     query = inputs.floats(query, "query")
     key, value = inputs.floats(key, "key"), inputs.floats(value, "value")
     validate.head_shapes(query, key, value, mask)
     (block,) = validate.sizes(block=block)
     t_q, t_k = query.shape[-2], key.shape[-2]
     visible = visible_keys(mask, causal, t_q, t_k)                       # (B or 1, 1, T_q or 1, T_k) or None
-    if visible is not None and mask is not None:                         # a pad's value: 0, as 0 × NaN is NaN
-        value = ops.where(ops.swapaxes(ops.any(visible, axis=-2, keepdims=True), -1, -2), value, 0.0)
+    if visible is not None and mask is not None:                         # a pad's key and value: 0 (0 × NaN is NaN)
+        seen = ops.swapaxes(ops.any(visible, axis=-2, keepdims=True), -1, -2)   # (B, 1, T_k, 1)
+        key, value = ops.where(seen, key, 0.0), ops.where(seen, value, 0.0)
+    query, key, value = (inputs.finite(x, name) for x, name in ((query, "query"), (key, "key"), (value, "value")))
     scale = query.shape[-1] ** -0.5
     rows = tuple(ops.shape(query)[:-1])
     m = ops.full((*rows, 1), -np.inf)                                               # (B, h, T_q, 1)
@@ -78,8 +84,8 @@ class GroupedQueryAttention(MultiHeadAttention):
         super().__init__(d_model, heads, bias, rotary, **kwargs)
         self.kv_heads = validate.kv_heads(heads, kv_heads)
         d_kv = kv_heads * (d_model // heads)
-        self.W_k = layers.Dense(d_kv, use_bias=bias)
-        self.W_v = layers.Dense(d_kv, use_bias=bias)
+        self.W_k = torch_dense(d_kv, d_model, use_bias=bias)          # as nn.Linear: U(±1/√d_model)
+        self.W_v = torch_dense(d_kv, d_model, use_bias=bias)
 
     def project(self, query, key=None, value=None, mask=None):
         """Queries (B, h, T_q, d_head); keys and values (B, h, T_k, d_head), each kv head repeated for its group."""
@@ -98,38 +104,60 @@ def _phi(x):
     return ops.elu(x) + 1                            # φ(x) = elu(x) + 1 > 0 (Katharopoulos et al.)
 
 
-def linear_attention(query, key, value, causal: bool = True, decay=None):
-    """Σ_j φ(q_i)·φ(k_j) v_j / Σ_j φ(q_i)·φ(k_j) over the keys j ≤ i (all of them unless ``causal``), the parallel
-    form used in training. ``decay`` (h,), each head's γ in (0, 1], weighs key j by γ^(i−j) (RetNet's decay; causal
-    only). query, key (B, h, T, d), value (B, h, T, d_v) → (B, h, T, d_v)."""
+def linear_attention(query, key, value, causal: bool = True, decay=None, rotary: bool = False,
+                     eps: float = 1e-6):
+    """Σ_j φ(q_i)·φ(k_j) v_j / (Σ_j φ(q_i)·φ(k_j) + ε) over the keys j ≤ i (all of them unless ``causal``), the
+    parallel form used in training. ``decay`` (h,), each head's γ in (0, 1], weighs key j by γ^(i−j) (RetNet's decay;
+    causal only). ``rotary``: rotary positions after the feature map, as RoFormer's linear attention (Su et al., eq.
+    19): the numerator's similarities become (R_i φ(q_i))·(R_j φ(k_j)), which depend on i − j alone (the queries are
+    the last T_q of the T_k positions); the normaliser keeps φ(q_i)·φ(k_j), unrotated and positive. ``eps``: a query
+    whose weights all vanish (keys so negative that φ(k) underflows to 0) gets zeros, not 0 / 0. query, key (B, h,
+    T, d), value (B, h, T, d_v), finite (an ``InputError`` names a NaN or inf) → (B, h, T, d_v)."""
     query = inputs.floats(query, "query")
     key, value = inputs.floats(key, "key"), inputs.floats(value, "value")
     validate.head_shapes(query, key, value)
     validate.decay(decay, query.shape[1], causal)
-    a = ops.matmul(_phi(query), ops.swapaxes(_phi(key), -1, -2))          # (B, h, T_q, T_k), all positive
+    query, key, value = (inputs.finite(x, name) for x, name in ((query, "query"), (key, "key"), (value, "value")))
+    eps = validate.positive("eps", eps)
+    t_q, t_k = query.shape[-2], key.shape[-2]
+    fq, fk = _phi(query), _phi(key)                                        # (B, h, T, d), positive
+    a = ops.matmul(fq, ops.swapaxes(fk, -1, -2))                           # (B, h, T_q, T_k): the normaliser's
+    keep = np.ones((t_q, t_k), "float32")                                  # what each query keeps of each key
     if causal:
-        a = a * np.tril(np.ones(a.shape[-2:], "float32"), key.shape[-2] - query.shape[-2])   # the past only
+        keep = np.tril(keep, t_k - t_q)                                    # the past only
     if decay is not None:                                                  # γ^(i−j): the older, the fainter
-        i = np.arange(key.shape[-2] - query.shape[-2], key.shape[-2])
-        age = np.maximum(i[:, None] - np.arange(key.shape[-2]), 0).astype("float32")     # (T_q, T_k)
-        a = a * ops.power(ops.cast(decay, a.dtype)[:, None, None], age)
-    return ops.matmul(a, value) / ops.sum(a, axis=-1, keepdims=True)
+        i = np.arange(t_k - t_q, t_k)
+        age = np.maximum(i[:, None] - np.arange(t_k), 0).astype("float32")     # (T_q, T_k)
+        keep = keep * ops.power(ops.cast(decay, a.dtype)[:, None, None], age)
+    a = a * keep
+    s = ops.matmul(rope(fq, offset=t_k - t_q), ops.swapaxes(rope(fk), -1, -2)) * keep if rotary else a   # after φ
+    return ops.matmul(s, value) / (ops.sum(a, axis=-1, keepdims=True) + eps)
 
 
-def linear_attention_step(state, norm, query, key, value, decay=None):
+def linear_attention_step(state, norm, query, key, value, decay=None, position: int | None = None,
+                          eps: float = 1e-6):
     """One decoding step of causal linear attention as an RNN: state (B, h, d, d_v) ← γ·state + φ(k) vᵀ, norm (B, h,
-    d) ← γ·norm + φ(k), y = φ(q)ᵀ state / φ(q)ᵀ norm; query, key (B, h, d), value (B, h, d_v); γ is ``decay`` (h,)
-    or 1. → (y, state, norm). Start from zeros; the cost of a step does not grow with the number of steps before
-    it."""
+    d) ← γ·norm + φ(k), y = φ(q)ᵀ state / (φ(q)ᵀ norm + ε); query, key (B, h, d), value (B, h, d_v); γ is ``decay``
+    (h,) or 1. ``position`` (the token's index, an int): rotary positions as ``linear_attention(rotary=True)``, the
+    state adds R φ(k) vᵀ and is read with R φ(q), the normaliser stays unrotated. → (y, state, norm). Start from
+    zeros; the cost of a step does not grow with the number of steps before it. query, key and value must be finite.
+    """
     validate.linear_step(state, norm, query, key, value)
     validate.decay(decay, query.shape[1])
-    fq, fk = _phi(inputs.floats(query, "query")), _phi(inputs.floats(key, "key"))
+    eps = validate.positive("eps", eps)
+    query, key, value = (inputs.finite(inputs.floats(x, name), name)
+                         for x, name in ((query, "query"), (key, "key"), (value, "value")))
+    fq, fk = _phi(query), _phi(key)
+    rq, rk = fq, fk
+    if position is not None:                                               # rotated after φ, at this position
+        position = validate.integer("position", position, minimum=0)
+        rq, rk = (rope(x[..., None, :], offset=position)[..., 0, :] for x in (fq, fk))
     if decay is not None:
         gamma = ops.cast(decay, fk.dtype)[:, None]                         # (h, 1)
         state, norm = gamma[..., None] * state, gamma * norm
-    state = state + fk[..., :, None] * value[..., None, :]                # (B, h, d, d_v)
+    state = state + rk[..., :, None] * value[..., None, :]                # (B, h, d, d_v)
     norm = norm + fk                                                       # (B, h, d)
-    y = ops.matmul(fq[..., None, :], state)[..., 0, :] / ops.sum(fq * norm, axis=-1, keepdims=True)
+    y = ops.matmul(rq[..., None, :], state)[..., 0, :] / (ops.sum(fq * norm, axis=-1, keepdims=True) + eps)
     return y, state, norm
 
 
@@ -141,18 +169,28 @@ def retention_decays(heads: int) -> np.ndarray:
 
 class LinearAttention(GroupedQueryAttention):
     """Grouped-query attention with the softmax replaced by ``linear_attention`` (Katharopoulos et al., 2020): the
-    same projections and rotary positions, then Σ_j φ(q_i)·φ(k_j) v_j / Σ_j φ(q_i)·φ(k_j) over the keys j ≤ i; with
-    ``decay=True`` each head forgets at its own rate γ_h (``retention_decays``). Causal only, without masks or
-    weights; decoding would carry ``linear_attention_step``'s state instead of a cache."""
+    same projections, then Σ_j φ(q_i)·φ(k_j) v_j / Σ_j φ(q_i)·φ(k_j) over the keys j ≤ i. Its rotary positions turn
+    φ(q) and φ(k), after the feature map, in the numerator only (RoFormer's linear attention), so that a similarity
+    depends on the offset of query and key alone; with ``decay=True`` each head forgets at its own rate γ_h
+    (``retention_decays``). Causal only, without masks or weights; decoding would carry ``linear_attention_step``'s
+    state instead of a cache."""
 
     def __init__(self, d_model: int, heads: int, kv_heads: int, bias: bool = True, rotary: bool = False,
                  decay: bool = False, **kwargs):
         super().__init__(d_model, heads, kv_heads, bias, rotary, **kwargs)
         self.decay = retention_decays(heads) if decay else None               # fixed, not learned
 
+    def call(self, query, key=None, value=None, mask=None, causal: bool = False, return_weights: bool = False,
+             padding_mask=None):
+        # query (B, T, d_model) → (B, T, d_model); the rotation, if any, comes inside linear_attention, after φ
+        mask = combined_mask(mask, padding_mask, query if key is None else key)
+        q, k, v, mask = self.project(query, key, value, mask)         # (B, h, T, d_head) each, not rotated
+        return self.attend(q, k, v, mask, causal, return_weights)
+
     def attend(self, q, k, v, mask=None, causal: bool = False, return_weights: bool = False):
         validate.linear_attend(mask, causal, return_weights)
-        return self.W_o(merge_heads(linear_attention(q, k, v, causal=True, decay=self.decay)))   # (B, T, d_model)
+        out = linear_attention(q, k, v, causal=True, decay=self.decay, rotary=self.rotary)   # (B, h, T, d_head)
+        return self.W_o(merge_heads(out))                                                   # (B, T, d_model)
 
     def get_config(self):
         return {**super().get_config(), "decay": self.decay is not None}
@@ -178,9 +216,9 @@ class SwiGLU(BuildOnCall, Layer):
     def __init__(self, d_model: int, hidden: int, **kwargs):
         super().__init__(**kwargs)
         d_model, hidden = validate.sizes(d_model=d_model, hidden=hidden)
-        self.W_1 = layers.Dense(hidden, use_bias=False)
-        self.W_2 = layers.Dense(d_model, use_bias=False)
-        self.W_3 = layers.Dense(hidden, use_bias=False)
+        self.W_1 = torch_dense(hidden, d_model, use_bias=False)        # as nn.Linear: U(±1/√fan_in)
+        self.W_2 = torch_dense(d_model, hidden, use_bias=False)
+        self.W_3 = torch_dense(hidden, d_model, use_bias=False)
 
     def call(self, x):
         # x (B, T, d) → (B, T, d)
@@ -297,30 +335,39 @@ class MultiHeadLatentAttention(BuildOnCall, Layer):
         validate.heads(d_model, heads)
         (self.d_latent,) = validate.sizes(d_latent=d_latent)
         self.d_model, self.heads, self.d_rope = d_model, heads, validate.rope_width(d_rope)
-        self.W_q = layers.Dense(d_model, use_bias=bias)
-        self.W_dkv = layers.Dense(d_latent, use_bias=bias)            # down: token → latent (cached)
-        self.W_uk = layers.Dense(d_model, use_bias=False)             # up: latent → every head's key
-        self.W_uv = layers.Dense(d_model, use_bias=False)             # up: latent → every head's value
-        self.W_o = layers.Dense(d_model, use_bias=bias)
+        self.W_q = torch_dense(d_model, d_model, use_bias=bias)       # each as nn.Linear: U(±1/√fan_in)
+        self.W_dkv = torch_dense(d_latent, d_model, use_bias=bias)    # down: token → latent (cached)
+        self.W_uk = torch_dense(d_model, d_latent, use_bias=False)    # up: latent → every head's key
+        self.W_uv = torch_dense(d_model, d_latent, use_bias=False)    # up: latent → every head's value
+        self.W_o = torch_dense(d_model, d_model, use_bias=bias)
         if d_rope:
-            self.W_qr = layers.Dense(heads * d_rope, use_bias=bias)   # a rotary query per head
-            self.W_kr = layers.Dense(d_rope, use_bias=bias)           # one rotary key for all heads (cached)
+            self.W_qr = torch_dense(heads * d_rope, d_model, use_bias=bias)   # a rotary query per head
+            self.W_kr = torch_dense(d_rope, d_model, use_bias=bias)   # one rotary key for all heads (cached)
 
-    def call(self, x, mask=None, causal: bool = False, absorbed: bool = False, return_weights: bool = False):
-        # x (B, T, d_model) → (B, T, d_model) [, weights (B, h, T, T)]
+    def call(self, x, mask=None, causal: bool = False, absorbed: bool = False, return_weights: bool = False,
+             padding_mask=None):
+        # x (B, T, d_model) → (B, T, d_model) [, weights (B, h, T, T)]; mask (B or 1, T or 1, T): the keys each
+        # query may see; padding_mask (B, T): the tokens that are real
         x = inputs.floats(x, "x")
         validate.model_width(self, x)
+        mask = combined_mask(mask, padding_mask, x)                              # (B or 1, T or 1, T) or None
+        validate.attention_shapes(x, x, x, mask)
+        hidden = inputs.hide(x, mask)            # the tokens no query sees: zeros before any product (0 × NaN = NaN)
         q = split_heads(self.W_q(x), self.heads)                                    # (B, h, T, d_head)
-        c = self.W_dkv(x)                                                            # (B, T, d_latent)
-        k, v = split_heads(self.W_uk(c), self.heads), split_heads(self.W_uv(c), self.heads)   # builds W_uk, W_uv
+        c = self.W_dkv(hidden)                                                       # (B, T, d_latent)
         d_head = self.d_model // self.heads
         if absorbed:
+            for up in (self.W_uk, self.W_uv):                        # their kernels, without projecting c by them
+                if not up.built:
+                    up.build((None, self.d_latent))
             w_uk = ops.transpose(ops.reshape(self.W_uk.kernel, (self.d_latent, self.heads, d_head)), (1, 2, 0))
             q, k = ops.matmul(q, w_uk), ops.repeat(c[:, None], self.heads, axis=1)   # (B, h, T, d_latent) each
             v = k                                                                # the latent, shared by the heads
+        else:
+            k, v = split_heads(self.W_uk(c), self.heads), split_heads(self.W_uv(c), self.heads)
         if self.d_rope:                                                          # the decoupled rotary part
             q = ops.concatenate([q, rope(split_heads(self.W_qr(x), self.heads))], axis=-1)
-            k = ops.concatenate([k, ops.repeat(rope(self.W_kr(x)[:, None]), self.heads, axis=1)], axis=-1)
+            k = ops.concatenate([k, ops.repeat(rope(self.W_kr(hidden)[:, None]), self.heads, axis=1)], axis=-1)
         # the scores are divided by √(d_head + d_rope) in both forms
         q = q * (q.shape[-1] / (d_head + self.d_rope)) ** 0.5
         out = scaled_dot_product_attention(q, k, v, mask, causal, return_weights)

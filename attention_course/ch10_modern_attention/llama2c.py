@@ -125,9 +125,16 @@ class Tokenizer:
             tokens[where:where + 2] = [self.ids[self.pieces[tokens[where]] + self.pieces[tokens[where + 1]]]]
         return [BOS, *tokens] if bos else tokens
 
+    def _id(self, token) -> int:
+        """``token`` checked: an integer in [0, vocab) (Python would read −1 as the last piece)."""
+        if isinstance(token, bool) or not isinstance(token, int | np.integer) or not 0 <= token < len(self.pieces):
+            raise InputError(f"the tokenizer decodes token ids in [0, {len(self.pieces)}) (its vocabulary size is "
+                             f"{len(self.pieces)}); got {token!r}")
+        return int(token)
+
     def piece(self, token: int, previous: int = BOS) -> bytes:
         """The bytes of ``token``: a byte piece ``<0xHH>`` is that byte; after BOS the leading space is dropped."""
-        text = self.pieces[token]
+        text = self.pieces[self._id(token)]
         if previous == BOS and text.startswith(b" "):
             text = text[1:]
         if text.startswith(b"<0x") and text.endswith(b">") and len(text) == 6:
@@ -135,9 +142,11 @@ class Tokenizer:
         return text
 
     def decode(self, tokens: list[int]) -> str:
-        """The text of ``tokens`` (BOS and EOS, which have no text, are skipped)."""
+        """The text of ``tokens``, a list of ids in [0, vocab) (BOS and EOS, which have no text, are skipped)."""
+        if isinstance(tokens, str | bytes) or not hasattr(tokens, "__iter__"):
+            raise InputError(f"decode takes a list of token ids; got {type(tokens).__name__}")
         out, previous = b"", BOS
-        for t in tokens:
+        for t in map(self._id, tokens):
             if t not in (BOS, EOS):
                 out += self.piece(t, previous)
             previous = t

@@ -18,8 +18,8 @@ import numpy as np
 
 from attention_course.ch10_modern_attention.llama2c import Llama2c
 
-__all__ = ["elu_feature_map", "explicit_attention", "flash_attention", "linear_attention",
-           "linear_attention_recurrent", "llama_forward", "online_softmax", "rope_tables", "softmax"]
+__all__ = ["LINEAR_EPS", "elu_feature_map", "explicit_attention", "flash_attention", "linear_attention",
+           "linear_attention_recurrent", "llama_forward", "online_softmax", "rope_tables", "rotate", "softmax"]
 
 
 def softmax(x: np.ndarray) -> np.ndarray:
@@ -147,31 +147,59 @@ def elu_feature_map(x: np.ndarray) -> np.ndarray:
     return np.where(x > 0, x + 1, np.exp(np.minimum(x, 0)))
 
 
-def linear_attention(q, k, v, causal: bool = True, decay=None) -> np.ndarray:
-    """Σ_j φ(q_i)·φ(k_j) v_j / Σ_j φ(q_i)·φ(k_j), over all j (or j ≤ i when ``causal``), computed in parallel:
-    the (…, T, T) matrix of similarities, masked to the past, then normalised by its row sums. ``decay`` (h,) weighs
-    key j of head h by γ_h^(i−j) (q, k, v (…, h, T, d), causal)."""
+def rotate(x: np.ndarray, offset: int = 0, base: float = 10000.0) -> np.ndarray:
+    """Chapter 7's ``rope`` in NumPy: each pair of features (2i, 2i+1) of position p turned by the angle
+    (p + offset) · base^(−2i/d). x (…, T, d) with d even → the same shape."""
+    t, d = x.shape[-2:]
+    angle = (np.arange(t) + offset)[:, None] * base ** (-np.arange(0, d, 2) / d)             # (T, d/2)
+    cos, sin = np.cos(angle), np.sin(angle)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    out = np.empty(x.shape, dtype=np.result_type(x, np.float64))
+    out[..., 0::2] = even * cos - odd * sin
+    out[..., 1::2] = even * sin + odd * cos
+    return out
+
+
+#: What linear attention adds to its normaliser, so that a query whose weights all vanish (a zero state, keys so
+#: negative that φ(k) underflows) gets zeros rather than 0 / 0 (Katharopoulos et al.'s code adds the same 1e-6).
+LINEAR_EPS = 1e-6
+
+
+def linear_attention(q, k, v, causal: bool = True, decay=None, rotary: bool = False,
+                     eps: float = LINEAR_EPS) -> np.ndarray:
+    """Σ_j φ(q_i)·φ(k_j) v_j / (Σ_j φ(q_i)·φ(k_j) + ε), over all j (or j ≤ i + T_k − T_q when ``causal``), computed in
+    parallel: the (…, T_q, T_k) matrix of similarities, masked to the past, then normalised by its row sums.
+    ``decay`` (h,) weighs key j of head h by γ_h^(i−j) (q, k, v (…, h, T, d), causal). ``rotary``: RoFormer's linear
+    attention (Su et al., eq. 19): the numerator's similarities are (R_i φ(q_i))·(R_j φ(k_j)), φ rotated by
+    position after the feature map (the queries are the last T_q of T_k positions), so that they depend on i − j
+    alone; the normaliser keeps φ(q_i)·φ(k_j) unrotated, positive."""
     fq, fk = elu_feature_map(q), elu_feature_map(k)
-    a = fq @ np.swapaxes(fk, -1, -2)                                               # (…, T_q, T_k)
+    t_q, t_k = q.shape[-2], k.shape[-2]
+    a = fq @ np.swapaxes(fk, -1, -2)                                               # (…, T_q, T_k), positive
+    s = rotate(fq, t_k - t_q) @ np.swapaxes(rotate(fk), -1, -2) if rotary else a   # the numerator's
+    factor = np.ones((t_q, t_k))
     if causal:
-        a = np.tril(a)
+        factor = np.tril(factor, t_k - t_q)
     if decay is not None:
-        t = np.arange(q.shape[-2])
-        a = a * np.asarray(decay)[:, None, None] ** np.maximum(t[:, None] - t[None, :], 0)
-    return (a @ v) / a.sum(-1, keepdims=True)
+        i = np.arange(t_k - t_q, t_k)
+        factor = factor * np.asarray(decay)[:, None, None] ** np.maximum(i[:, None] - np.arange(t_k)[None, :], 0)
+    return ((s * factor) @ v) / ((a * factor).sum(-1, keepdims=True) + eps)
 
 
-def linear_attention_recurrent(q, k, v, decay=None) -> np.ndarray:
+def linear_attention_recurrent(q, k, v, decay=None, rotary: bool = False, eps: float = LINEAR_EPS) -> np.ndarray:
     """The causal ``linear_attention`` one step at a time, as an RNN: the state S_t = γ S_{t−1} + φ(k_t) v_tᵀ (d × d_v)
-    and z_t = γ z_{t−1} + φ(k_t) (d) are all that is kept of the past; y_t = φ(q_t)ᵀ S_t / φ(q_t)ᵀ z_t. γ is 1, or
-    each head's ``decay`` (h,) for q, k, v (…, h, T, d)."""
+    and z_t = γ z_{t−1} + φ(k_t) (d) are all that is kept of the past; y_t = φ(q_t)ᵀ S_t / (φ(q_t)ᵀ z_t + ε). γ is 1,
+    or each head's ``decay`` (h,) for q, k, v (…, h, T, d). ``rotary``: the state adds R_t φ(k_t) v_tᵀ and is read
+    with R_t φ(q_t), the normaliser stays unrotated (RoFormer's linear attention)."""
     fq, fk = elu_feature_map(q), elu_feature_map(k)
+    rq, rk = (rotate(fq), rotate(fk)) if rotary else (fq, fk)
     gamma = np.asarray(1.0) if decay is None else np.asarray(decay)[:, None]       # (h, 1)
     state = np.zeros(q.shape[:-2] + (q.shape[-1], v.shape[-1]))
     norm = np.zeros(q.shape[:-2] + (q.shape[-1],))
     out = np.empty(q.shape[:-1] + (v.shape[-1],))
     for t in range(q.shape[-2]):
-        state = gamma[..., None] * state + fk[..., t, :, None] * v[..., t, None, :]
+        state = gamma[..., None] * state + rk[..., t, :, None] * v[..., t, None, :]
         norm = gamma * norm + fk[..., t, :]
-        out[..., t, :] = (fq[..., t, None, :] @ state)[..., 0, :] / (fq[..., t, :] * norm).sum(-1, keepdims=True)
+        out[..., t, :] = ((rq[..., t, None, :] @ state)[..., 0, :]
+                          / ((fq[..., t, :] * norm).sum(-1, keepdims=True) + eps))
     return out

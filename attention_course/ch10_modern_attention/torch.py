@@ -15,6 +15,7 @@ from torch import nn
 from attention_course.ch07_self_attention.torch import (
     MultiHeadAttention,
     causal_mask,
+    combined_mask,
     merge_heads,
     rope,
     scaled_dot_product_attention,
@@ -37,15 +38,19 @@ def flash_attention(query, key, value, mask=None, causal: bool = False, block: i
     the maximum grows; at most (B, h, T_q, block) scores exist at once, never the T_q × T_k matrix.
 
     query (B, h, T_q, d), key (B, h, T_k, d), value (B, h, T_k, d_v); mask (B, T_k) or (B, T_q, T_k); ``causal``
-    hides the keys after each query. → (B, h, T_q, d_v); a query that may see no key gets zeros."""
+    hides the keys after each query. → (B, h, T_q, d_v); a query that may see no key gets zeros. The queries, and the
+    keys and values some query may see, must be finite (an ``InputError`` names the first that is not); what the mask
+    hides is never read."""
     query = inputs.floats(query, "query")
     key, value = inputs.floats(key, "key", query.device), inputs.floats(value, "value", query.device)
     validate.head_shapes(query, key, value, mask)
     (block,) = validate.sizes(block=block)
     t_q, t_k = query.shape[-2], key.shape[-2]
     visible = visible_keys(mask, causal, t_q, t_k, query.device)         # (B or 1, 1, T_q or 1, T_k) or None
-    if visible is not None and mask is not None:                         # a pad's value: 0, as 0 × NaN is NaN
-        value = value.masked_fill(~visible.any(dim=-2, keepdim=True).transpose(-1, -2), 0.0)
+    if visible is not None and mask is not None:                         # a pad's key and value: 0 (0 × NaN is NaN)
+        seen = visible.any(dim=-2, keepdim=True).transpose(-1, -2)       # (B, 1, T_k, 1)
+        key, value = key.masked_fill(~seen, 0.0), value.masked_fill(~seen, 0.0)
+    query, key, value = (inputs.finite(x, name) for x, name in ((query, "query"), (key, "key"), (value, "value")))
     scale = query.shape[-1] ** -0.5
     m = torch.full((*query.shape[:-1], 1), -torch.inf, device=query.device)      # (B, h, T_q, 1)
     total = torch.zeros_like(m)                                                  # (B, h, T_q, 1)
@@ -92,38 +97,60 @@ def _phi(x: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.elu(x) + 1          # φ(x) = elu(x) + 1 > 0 (Katharopoulos et al.)
 
 
-def linear_attention(query, key, value, causal: bool = True, decay=None) -> torch.Tensor:
-    """Σ_j φ(q_i)·φ(k_j) v_j / Σ_j φ(q_i)·φ(k_j) over the keys j ≤ i (all of them unless ``causal``), the parallel
-    form used in training. ``decay`` (h,), each head's γ in (0, 1], weighs key j by γ^(i−j) (RetNet's decay; causal
-    only). query, key (B, h, T, d), value (B, h, T, d_v) → (B, h, T, d_v)."""
+def linear_attention(query, key, value, causal: bool = True, decay=None, rotary: bool = False,
+                     eps: float = 1e-6) -> torch.Tensor:
+    """Σ_j φ(q_i)·φ(k_j) v_j / (Σ_j φ(q_i)·φ(k_j) + ε) over the keys j ≤ i (all of them unless ``causal``), the
+    parallel form used in training. ``decay`` (h,), each head's γ in (0, 1], weighs key j by γ^(i−j) (RetNet's decay;
+    causal only). ``rotary``: rotary positions after the feature map, as RoFormer's linear attention (Su et al., eq.
+    19): the numerator's similarities become (R_i φ(q_i))·(R_j φ(k_j)), which depend on i − j alone (the queries are
+    the last T_q of the T_k positions); the normaliser keeps φ(q_i)·φ(k_j), unrotated and positive. ``eps``: a query
+    whose weights all vanish (keys so negative that φ(k) underflows to 0) gets zeros, not 0 / 0. query, key (B, h,
+    T, d), value (B, h, T, d_v), finite (an ``InputError`` names a NaN or inf) → (B, h, T, d_v)."""
     query = inputs.floats(query, "query")
     key, value = inputs.floats(key, "key", query.device), inputs.floats(value, "value", query.device)
     validate.head_shapes(query, key, value)
     validate.decay(decay, query.shape[1], causal)
-    a = _phi(query) @ _phi(key).transpose(-1, -2)                          # (B, h, T_q, T_k), all positive
+    query, key, value = (inputs.finite(x, name) for x, name in ((query, "query"), (key, "key"), (value, "value")))
+    eps = validate.positive("eps", eps)
+    t_q, t_k = query.shape[-2], key.shape[-2]
+    fq, fk = _phi(query), _phi(key)                                        # (B, h, T, d), positive
+    a = fq @ fk.transpose(-1, -2)                                          # (B, h, T_q, T_k): the normaliser's
+    keep = torch.ones(t_q, t_k, device=a.device)                           # what each query keeps of each key
     if causal:
-        a = a.tril(key.shape[-2] - query.shape[-2])
+        keep = keep.tril(t_k - t_q)                                        # the past only
     if decay is not None:                                                  # γ^(i−j): the older, the fainter
-        i = torch.arange(key.shape[-2] - query.shape[-2], key.shape[-2], device=a.device)
-        age = (i[:, None] - torch.arange(key.shape[-2], device=a.device)).clamp_min(0)   # (T_q, T_k)
-        a = a * torch.as_tensor(decay, dtype=a.dtype, device=a.device)[:, None, None] ** age
-    return (a @ value) / a.sum(-1, keepdim=True)
+        i = torch.arange(t_k - t_q, t_k, device=a.device)
+        age = (i[:, None] - torch.arange(t_k, device=a.device)).clamp_min(0)   # (T_q, T_k)
+        keep = keep * torch.as_tensor(decay, dtype=a.dtype, device=a.device)[:, None, None] ** age
+    a = a * keep
+    s = (rope(fq, offset=t_k - t_q) @ rope(fk).transpose(-1, -2)) * keep if rotary else a   # rotated after φ
+    return (s @ value) / (a.sum(-1, keepdim=True) + eps)
 
 
-def linear_attention_step(state, norm, query, key, value, decay=None):
+def linear_attention_step(state, norm, query, key, value, decay=None, position: int | None = None,
+                          eps: float = 1e-6):
     """One decoding step of causal linear attention as an RNN: state (B, h, d, d_v) ← γ·state + φ(k) vᵀ, norm (B, h,
-    d) ← γ·norm + φ(k), y = φ(q)ᵀ state / φ(q)ᵀ norm; query, key (B, h, d), value (B, h, d_v); γ is ``decay`` (h,)
-    or 1. → (y, state, norm). Start from zeros; the cost of a step does not grow with the number of steps before
-    it."""
+    d) ← γ·norm + φ(k), y = φ(q)ᵀ state / (φ(q)ᵀ norm + ε); query, key (B, h, d), value (B, h, d_v); γ is ``decay``
+    (h,) or 1. ``position`` (the token's index, an int): rotary positions as ``linear_attention(rotary=True)``, the
+    state adds R φ(k) vᵀ and is read with R φ(q), the normaliser stays unrotated. → (y, state, norm). Start from
+    zeros; the cost of a step does not grow with the number of steps before it. query, key and value must be finite.
+    """
     validate.linear_step(state, norm, query, key, value)
     validate.decay(decay, query.shape[1])
-    fq, fk = _phi(inputs.floats(query, "query")), _phi(inputs.floats(key, "key"))
+    eps = validate.positive("eps", eps)
+    query, key, value = (inputs.finite(inputs.floats(x, name), name)
+                         for x, name in ((query, "query"), (key, "key"), (value, "value")))
+    fq, fk = _phi(query), _phi(key)
+    rq, rk = fq, fk
+    if position is not None:                                               # rotated after φ, at this position
+        position = validate.integer("position", position, minimum=0)
+        rq, rk = (rope(x[..., None, :], offset=position)[..., 0, :] for x in (fq, fk))
     if decay is not None:
         gamma = torch.as_tensor(decay, dtype=state.dtype, device=state.device)[:, None]   # (h, 1)
         state, norm = gamma[..., None] * state, gamma * norm
-    state = state + fk[..., :, None] * value[..., None, :]                # (B, h, d, d_v)
+    state = state + rk[..., :, None] * value[..., None, :]                # (B, h, d, d_v)
     norm = norm + fk                                                       # (B, h, d)
-    y = (fq[..., None, :] @ state)[..., 0, :] / (fq * norm).sum(-1, keepdim=True)
+    y = (rq[..., None, :] @ state)[..., 0, :] / ((fq * norm).sum(-1, keepdim=True) + eps)
     return y, state, norm
 
 
@@ -135,18 +162,28 @@ def retention_decays(heads: int) -> torch.Tensor:
 
 class LinearAttention(GroupedQueryAttention):
     """Grouped-query attention with the softmax replaced by ``linear_attention`` (Katharopoulos et al., 2020): the
-    same projections and rotary positions, then Σ_j φ(q_i)·φ(k_j) v_j / Σ_j φ(q_i)·φ(k_j) over the keys j ≤ i; with
-    ``decay=True`` each head forgets at its own rate γ_h (``retention_decays``). Causal only, without masks or
-    weights; decoding would carry ``linear_attention_step``'s state instead of a cache."""
+    same projections, then Σ_j φ(q_i)·φ(k_j) v_j / Σ_j φ(q_i)·φ(k_j) over the keys j ≤ i. Its rotary positions turn
+    φ(q) and φ(k), after the feature map, in the numerator only (RoFormer's linear attention), so that a similarity
+    depends on the offset of query and key alone; with ``decay=True`` each head forgets at its own rate γ_h
+    (``retention_decays``). Causal only, without masks or weights; decoding would carry ``linear_attention_step``'s
+    state instead of a cache."""
 
     def __init__(self, d_model: int, heads: int, kv_heads: int, bias: bool = True, rotary: bool = False,
                  decay: bool = False):
         super().__init__(d_model, heads, kv_heads, bias, rotary)
         self.register_buffer("decay", retention_decays(heads) if decay else None)
 
+    def forward(self, query, key=None, value=None, mask=None, causal: bool = False, return_weights: bool = False,
+                padding_mask=None):
+        # query (B, T, d_model) → (B, T, d_model); the rotation, if any, comes inside linear_attention, after φ
+        mask = combined_mask(mask, padding_mask, query if key is None else key, inputs.device_of(self))
+        q, k, v, mask = self.project(query, key, value, mask)         # (B, h, T, d_head) each, not rotated
+        return self.attend(q, k, v, mask, causal, return_weights)
+
     def attend(self, q, k, v, mask=None, causal: bool = False, return_weights: bool = False):
         validate.linear_attend(mask, causal, return_weights)
-        return self.W_o(merge_heads(linear_attention(q, k, v, causal=True, decay=self.decay)))   # (B, T, d_model)
+        out = linear_attention(q, k, v, causal=True, decay=self.decay, rotary=self.rotary)   # (B, h, T, d_head)
+        return self.W_o(merge_heads(out))                                                   # (B, T, d_model)
 
 
 class RMSNorm(nn.Module):
@@ -293,12 +330,17 @@ class MultiHeadLatentAttention(nn.Module):
             self.W_qr = nn.Linear(d_model, heads * d_rope, bias=bias)  # a rotary query per head
             self.W_kr = nn.Linear(d_model, d_rope, bias=bias)          # one rotary key for all heads (cached)
 
-    def forward(self, x, mask=None, causal: bool = False, absorbed: bool = False, return_weights: bool = False):
-        # x (B, T, d_model) → (B, T, d_model) [, weights (B, h, T, T)]
+    def forward(self, x, mask=None, causal: bool = False, absorbed: bool = False, return_weights: bool = False,
+                padding_mask=None):
+        # x (B, T, d_model) → (B, T, d_model) [, weights (B, h, T, T)]; mask (B or 1, T or 1, T): the keys each
+        # query may see; padding_mask (B, T): the tokens that are real
         x = inputs.floats(x, "x")
         validate.model_width(self, x)
+        mask = combined_mask(mask, padding_mask, x, x.device)                   # (B or 1, T or 1, T) or None
+        validate.attention_shapes(x, x, x, mask)
+        hidden = inputs.hide(x, mask)            # the tokens no query sees: zeros before any product (0 × NaN = NaN)
         q = split_heads(self.W_q(x), self.heads)                                    # (B, h, T, d_head)
-        c = self.W_dkv(x)                                                            # (B, T, d_latent)
+        c = self.W_dkv(hidden)                                                       # (B, T, d_latent)
         d_head = self.d_model // self.heads
         if absorbed:
             w_uk = self.W_uk.weight.view(self.heads, d_head, self.d_latent)        # (h, d_head, d_latent)
@@ -308,7 +350,7 @@ class MultiHeadLatentAttention(nn.Module):
             k, v = split_heads(self.W_uk(c), self.heads), split_heads(self.W_uv(c), self.heads)
         if self.d_rope:                                                          # the decoupled rotary part
             q = torch.cat([q, rope(split_heads(self.W_qr(x), self.heads))], -1)
-            k = torch.cat([k, rope(self.W_kr(x)[:, None]).expand(-1, self.heads, -1, -1)], -1)
+            k = torch.cat([k, rope(self.W_kr(hidden)[:, None]).expand(-1, self.heads, -1, -1)], -1)
         # the scores are divided by √(d_head + d_rope) in both forms
         q = q * (q.shape[-1] / (d_head + self.d_rope)) ** 0.5
         out = scaled_dot_product_attention(q, k, v, mask, causal, return_weights)

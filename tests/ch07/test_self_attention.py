@@ -67,8 +67,9 @@ def test_fused_and_explicit_paths_match_a_numpy_reference(fw, case):
     if causal:
         visible = visible & np.tri(t_q, T, T - t_q, dtype=bool)
     want, want_w = _reference(q, k, v, visible)
-    fast = to_numpy(fw.scaled_dot_product_attention(q, k, v, mask, causal))
-    slow, weights = fw.scaled_dot_product_attention(q, k, v, mask, causal, return_weights=True)
+    masks = {"padding_mask": mask} if mask is not None and mask.ndim == 2 else {"mask": mask}   # (B, T_k): padding
+    fast = to_numpy(fw.scaled_dot_product_attention(q, k, v, causal=causal, **masks))
+    slow, weights = fw.scaled_dot_product_attention(q, k, v, causal=causal, return_weights=True, **masks)
     for got in (fast, to_numpy(slow)):
         assert np.isfinite(got).all()
         np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
@@ -100,7 +101,8 @@ def test_multi_head_attention_twins_agree(kw):
     x, mask = _x(), _padding()
     t, k = _mha(ac.torch, **kw), _mha(ac.keras, **kw)
     torch_to_keras(t, k, (x,))
-    for args in ({"mask": mask}, {"causal": True}, {"mask": mask, "causal": True}):
+    for args in ({"padding_mask": mask}, {"causal": True}, {"padding_mask": mask, "causal": True},
+                 {"mask": mask[:, None, :] & np.tri(T, dtype=bool)}):
         out_t, w_t = t(x, **args, return_weights=True)
         out_k, w_k = k(x, **args, return_weights=True)
         np.testing.assert_allclose(to_numpy(out_t), to_numpy(out_k), rtol=RTOL, atol=ATOL)
@@ -111,7 +113,7 @@ def test_multi_head_attention_twins_agree(kw):
 
 def test_cross_attention_takes_keys_of_another_length(fw):
     m = _mha(fw)
-    out, w = m(_x(1, t=3), _x(2, t=9), mask=np.ones((B, 9), bool), return_weights=True)
+    out, w = m(_x(1, t=3), _x(2, t=9), padding_mask=np.ones((B, 9), bool), return_weights=True)
     assert tuple(out.shape) == (B, 3, D) and tuple(w.shape) == (B, H, 3, 9)
 
 
@@ -138,7 +140,7 @@ def test_parity_with_torch_multihead_attention_both_ways(bias):
     pad = torch.as_tensor(~mask)
     out, w = theirs(*(torch.as_tensor(x),) * 3, key_padding_mask=pad, attn_mask=causal, need_weights=True,
                     average_attn_weights=False)
-    ours_out, ours_w = ours(x, mask=mask, causal=True, return_weights=True)
+    ours_out, ours_w = ours(x, padding_mask=mask, causal=True, return_weights=True)
     rows = mask.any(1)                                                       # PyTorch gives NaN where nothing is seen
     keep = np.tri(T, dtype=bool)[None].repeat(B, 0) & mask[:, None, :]
     seen = keep.any(-1)
@@ -266,8 +268,10 @@ def test_bad_arguments_name_the_rule(fw):
     m = _mha(fw)
     with pytest.raises(ShapeError, match=r"built for d_model=16, but got an input of shape \(3, 7, 8\)"):
         m(_x(d=8))
-    with pytest.raises(ShapeError, match=r"mask of shape \(3, 5\) does not fit"):
-        m(_x(), mask=np.ones((B, 5), bool))
+    with pytest.raises(ShapeError, match=r"padding_mask of shape \(3, 5\) must be \(batch, T_k\) = \(3, 7\)"):
+        m(_x(), padding_mask=np.ones((B, 5), bool))
+    with pytest.raises(ShapeError, match=r"mask of shape \(3, 1, 5\) does not fit"):
+        m(_x(), mask=np.ones((B, 1, 5), bool))
     with pytest.raises(ShapeError, match="LearnedPositions has vectors for 4 positions, but the input has T=7"):
         fw.LearnedPositions(4, D)(_x())
     with pytest.raises(ShapeError, match=r"rope expects x of shape \(batch, heads, T, d_head\) with d_head even"):
@@ -275,8 +279,12 @@ def test_bad_arguments_name_the_rule(fw):
     q, k, v = _heads()
     with pytest.raises(ShapeError, match="scaled_dot_product_attention expects 4-D"):
         fw.scaled_dot_product_attention(q[0], k[0], v[0])
-    with pytest.raises(ShapeError, match=r"mask of shape \(3, 6\) does not fit query \(3, 4, 7, 8\)"):
-        fw.scaled_dot_product_attention(q, k, v, np.ones((B, 6), bool))
+    with pytest.raises(ShapeError, match=r"mask of shape \(3, 1, 6\) does not fit query \(3, 4, 7, 8\)"):
+        fw.scaled_dot_product_attention(q, k, v, np.ones((B, 1, 6), bool))
+    with pytest.raises(ShapeError, match=r"padding_mask of shape \(3, 6\) must be \(batch, T_k\) = \(3, 7\)"):
+        fw.scaled_dot_product_attention(q, k, v, padding_mask=np.ones((B, 6), bool))
+    with pytest.raises(ShapeError, match=r"mask of shape \(3, 2, 7, 7\) must be 3-D"):
+        m(_x(), mask=np.ones((B, 2, T, T), bool))
 
 
 # ---- the exercise checkers -------------------------------------------------------------------------------------
@@ -363,13 +371,13 @@ def test_a_nan_at_a_hidden_key_stays_there(fw):
     mha = fw.MultiHeadAttention(8, 2)
     x = np.random.default_rng(0).normal(size=(2, 4, 8)).astype(np.float32)
     mask = np.array([[1, 1, 1, 0], [1, 1, 1, 1]], bool)
-    clean = to_numpy(mha(x, x, x, mask=mask))
+    clean = to_numpy(mha(x, x, x, padding_mask=mask))
     for bad in (np.nan, np.inf):
         dirty = x.copy()
         dirty[0, 3] = bad
-        out = to_numpy(mha(x, dirty, dirty, mask=mask))                 # keys and values from the padded input
+        out = to_numpy(mha(x, dirty, dirty, padding_mask=mask))         # keys and values from the padded input
         np.testing.assert_allclose(out, clean, rtol=1e-5, atol=1e-6)
-        out = to_numpy(mha(dirty, mask=mask))                          # self-attention: only the pad's own row
+        out = to_numpy(mha(dirty, padding_mask=mask))                  # self-attention: only the pad's own row
         assert np.isfinite(out[0, :3]).all() and np.isfinite(out[1]).all()
         np.testing.assert_allclose(out[0, :3], clean[0, :3], rtol=1e-5, atol=1e-6)
 
@@ -392,3 +400,56 @@ def test_a_causal_mask_is_never_read_as_a_padding_mask(fw):
 def test_sizes_of_zero_are_refused(fw, make, rule):
     with pytest.raises(ConfigError, match=rule):
         make(fw)
+
+
+# ---- a mask says what it is -------------------------------------------------------------------------------------
+
+def _lengths_mask(t):
+    return np.arange(t)[None, :] < np.arange(t, 0, -1)[:, None]          # (T, T): example i has T − i real tokens
+
+
+def test_a_2d_mask_is_refused_even_when_the_batch_is_t(fw):
+    """With a batch of T examples a (T, T) attention mask and a (batch, T) padding mask have the same shape; a 2-D
+    ``mask`` was read as padding. Now ``mask`` is 3-D and a padding mask goes to ``padding_mask``, in every layer."""
+    t = 5
+    x = _x(3, b=t, t=t, d=8)
+    tri = np.tri(t, dtype=bool)                                          # "the past", (T_q, T_k)
+    calls = {"MultiHeadAttention": lambda m: fw.MultiHeadAttention(8, 2)(x, mask=m),
+             "SelfAttention": lambda m: fw.SelfAttention(8, 8)(x, mask=m),
+             "scaled_dot_product_attention": lambda m: fw.scaled_dot_product_attention(
+                 *_heads(b=t, t_q=t, t_k=t), mask=m)}
+    for call in calls.values():
+        for mask in (tri, _lengths_mask(t)):
+            with pytest.raises(ShapeError, match=r"mask of shape \(5, 5\) is 2-D.*padding_mask=.*\(1, T_q, T_k\)"):
+                call(mask)
+        call(tri[None])                                                  # (1, T_q, T_k): the past, for every example
+
+
+def test_a_padding_mask_hides_each_examples_pads_with_a_batch_of_t(fw):
+    t = 5
+    pad = _lengths_mask(t)                                               # (B, T_k) with B = T
+    q, k, v = _heads(4, b=t, h=2, t_q=t, t_k=t)
+    for causal in (False, True):
+        visible = np.broadcast_to(pad[:, None, None, :], (t, 2, t, t))
+        if causal:
+            visible = visible & np.tri(t, dtype=bool)
+        want, want_w = _reference(q, k, v, visible)
+        fast = fw.scaled_dot_product_attention(q, k, v, causal=causal, padding_mask=pad)
+        slow, w = fw.scaled_dot_product_attention(q, k, v, causal=causal, return_weights=True, padding_mask=pad)
+        for got in (fast, slow):
+            np.testing.assert_allclose(to_numpy(got), want, rtol=RTOL, atol=ATOL)
+        np.testing.assert_allclose(to_numpy(w), want_w, rtol=RTOL, atol=ATOL)
+    x = _x(5, b=t, t=t, d=8)
+    mha = fw.MultiHeadAttention(8, 2)
+    out, w = mha(x, padding_mask=pad, return_weights=True)
+    assert (to_numpy(w)[~np.broadcast_to(pad[:, None, None, :], (t, 2, t, t))] == 0).all()     # no pad is seen
+    np.testing.assert_allclose(to_numpy(out), to_numpy(mha(x, mask=pad[:, None, :])), rtol=RTOL, atol=ATOL)
+    both = to_numpy(mha(x, mask=fw.causal_mask(t), padding_mask=pad))                         # the two together
+    np.testing.assert_allclose(both, to_numpy(mha(x, causal=True, padding_mask=pad)), rtol=RTOL, atol=ATOL)
+    one = fw.SelfAttention(8, 8)
+    np.testing.assert_allclose(to_numpy(one(x, padding_mask=pad)), to_numpy(one(x, mask=pad[:, None, :])),
+                               rtol=RTOL, atol=ATOL)
+    with pytest.raises(ShapeError, match=r"padding_mask of shape \(5, 6\) must be \(batch, T_k\) = \(5, 5\)"):
+        mha(x, padding_mask=np.ones((t, t + 1), bool))
+    with pytest.raises(ShapeError, match=r"padding_mask of shape \(1, 5, 5\) must be \(batch, T_k\)"):
+        mha(x, padding_mask=pad[None])

@@ -352,3 +352,68 @@ def test_a_static_cache_gives_what_the_growing_cache_gives(fw):
     np.testing.assert_allclose(np.concatenate(steps, axis=1), whole, rtol=1e-5, atol=1e-5)
     with pytest.raises(ShapeError, match="do not fit the KVCache's"):
         layer(as_input(fw, x[:1, :1]), cache=cache)
+
+
+# ---- the source's keys and values are computed once per decode --------------------------------------------------
+
+def _count_calls(layers):
+    """Count the calls of each layer (PyTorch: a forward hook; Keras: its ``call`` wrapped, run eagerly)."""
+    counts = [0] * len(layers)
+    for i, layer in enumerate(layers):
+        def bump(*_, i=i):
+            counts[i] += 1
+        if isinstance(layer, torch.nn.Module):
+            layer.register_forward_hook(lambda *a, bump=bump: bump())
+        else:
+            original = layer.call
+
+            def call(*args, original=original, bump=bump, **kwargs):
+                bump()
+                return original(*args, **kwargs)
+            layer.call = call
+    return counts
+
+
+@pytest.mark.parametrize("fw_name", ["torch", "keras"])
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_decoding_projects_the_source_once_and_decodes_as_the_full_rerun(fw_name, norm_first):
+    # the cross-attention's keys and values of the source are the same at every step: start computes them once,
+    # the steps reuse them (and beam search reorders them with the cache); the tokens are those of the uncached
+    # run, which feeds the whole prefix through the decoder again at every step
+    import tensorflow as tf
+
+    t, k = _models(norm_first, seed=4)
+    model = t if fw_name == "torch" else k
+    src, mask, _ = _batch(5)
+    searches = {"greedy": lambda m: decode.greedy_search(m, src, mask, max_len=8),
+                "beam": lambda m: decode.beam_search(m, src, mask, beam=3, max_len=8)}
+    reference = {name: search(decode.Recompute(model)) for name, search in searches.items()}
+    projections = [p for layer in model.decoder for p in (layer.cross_attention.W_k, layer.cross_attention.W_v)]
+    counts = _count_calls(projections)
+    tf.config.run_functions_eagerly(fw_name == "keras")                 # Keras: count the calls, not the traces
+    try:
+        for name, search in searches.items():
+            before = list(counts)
+            got = search(model)
+            assert [c - b for c, b in zip(counts, before, strict=True)] == [1] * len(projections), (name, counts)
+            assert [list(a) for a in got.tokens] == [list(b) for b in reference[name].tokens], name
+            np.testing.assert_allclose(got.scores, reference[name].scores, rtol=1e-5, atol=1e-5)
+    finally:
+        tf.config.run_functions_eagerly(False)
+
+
+def test_an_encoder_layer_takes_a_padding_mask_by_name_with_a_batch_of_s(fw):
+    # its mask is the padding of x, (B, S): named padding_mask, so a (S, S) attention mask cannot pass as one
+    torch.manual_seed(0)
+    keras.utils.set_random_seed(0)
+    s = 5
+    layer = fw.EncoderLayer(D, H, FF, dropout=0.0)
+    if fw is ac.torch:
+        layer.eval()
+    x = np.random.default_rng(0).normal(size=(s, s, D)).astype(np.float32)      # a batch of S examples
+    pad = np.arange(s)[None, :] < np.arange(s, 0, -1)[:, None]
+    with pytest.raises(TypeError, match="mask"):
+        layer(x, mask=np.tri(s, dtype=bool))
+    _, w = layer(x, padding_mask=pad, return_weights=True)
+    assert (to_numpy(w)[~np.broadcast_to(pad[:, None, None, :], (s, H, s, s))] == 0).all()    # no pad is seen
+    np.testing.assert_allclose(to_numpy(layer(x, pad)), to_numpy(layer(x, padding_mask=pad)), rtol=RTOL, atol=ATOL)

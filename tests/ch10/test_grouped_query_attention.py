@@ -42,7 +42,7 @@ def test_grouped_query_attention_is_multi_head_attention_on_repeated_keys_and_va
     mha = _torch_mha_from(gqa)
     x = torch.as_tensor(X)
     with torch.no_grad():
-        for kwargs in ({"mask": torch.as_tensor(PADS)}, {"causal": True}):
+        for kwargs in ({"padding_mask": torch.as_tensor(PADS)}, {"causal": True}):
             np.testing.assert_allclose(gqa(x, **kwargs).numpy(), mha(x, **kwargs).numpy(), rtol=1e-5, atol=1e-6)
 
 
@@ -56,8 +56,8 @@ def test_both_frameworks_agree_with_shared_weights(kv_heads):
         t = getattr(tm, name)
         getattr(km, name).set_weights([t.weight.detach().numpy().T, t.bias.detach().numpy()])
     with torch.no_grad():
-        expected = tm(torch.as_tensor(X), mask=torch.as_tensor(PADS), causal=True).numpy()
-    np.testing.assert_allclose(to_numpy(km(X, mask=PADS, causal=True)), expected, rtol=1e-5, atol=1e-5)
+        expected = tm(torch.as_tensor(X), padding_mask=torch.as_tensor(PADS), causal=True).numpy()
+    np.testing.assert_allclose(to_numpy(km(X, padding_mask=PADS, causal=True)), expected, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("module", [ch10_keras, ch10_torch], ids=["keras", "pytorch"])

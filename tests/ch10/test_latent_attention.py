@@ -23,7 +23,7 @@ def test_absorbed_equals_expanded_in_pytorch():
     layer = ch10_torch.MultiHeadLatentAttention(16, 4, 6).eval()
     x = torch.as_tensor(X)
     with torch.no_grad():
-        for kwargs in ({"causal": True}, {"mask": torch.as_tensor(PADS)}):
+        for kwargs in ({"causal": True}, {"padding_mask": torch.as_tensor(PADS)}):
             np.testing.assert_allclose(layer(x, absorbed=True, **kwargs).numpy(), layer(x, **kwargs).numpy(),
                                        rtol=1e-5, atol=1e-6)
         assert layer.W_dkv(x).shape[-1] == 6 == CacheShape("mla", "MLA", 1, 4, 4, 4, d_latent=6).numbers_per_token
@@ -36,11 +36,12 @@ def test_absorbed_equals_expanded_in_keras_and_the_frameworks_agree():
     km(X)
     for name in ("W_q", "W_dkv", "W_uk", "W_uv", "W_o"):
         getattr(km, name).set_weights([getattr(tm, name).weight.detach().numpy().T])
-    for kwargs in ({"causal": True}, {"mask": PADS}):
+    for kwargs in ({"causal": True}, {"padding_mask": PADS}):
         expanded = to_numpy(km(X, **kwargs))
         np.testing.assert_allclose(to_numpy(km(X, absorbed=True, **kwargs)), expanded, rtol=1e-5, atol=1e-5)
         with torch.no_grad():
-            theirs = tm(torch.as_tensor(X), **{k: torch.as_tensor(v) if k == "mask" else v for k, v in kwargs.items()})
+            theirs = tm(torch.as_tensor(X), **{k: torch.as_tensor(v) if k == "padding_mask" else v
+                                               for k, v in kwargs.items()})
         np.testing.assert_allclose(expanded, theirs.numpy(), rtol=1e-5, atol=1e-5)
 
 
@@ -60,7 +61,7 @@ def _shared(d_rope: int):
     tm = ch10_torch.MultiHeadLatentAttention(16, 4, 6, d_rope=d_rope).eval()
     km = ch10_keras.MultiHeadLatentAttention(16, 4, 6, d_rope=d_rope)
     km(X)
-    for name in ("W_q", "W_dkv", "W_uk", "W_uv", "W_o", "W_qr", "W_kr"):
+    for name in ("W_q", "W_dkv", "W_uk", "W_uv", "W_o", *(("W_qr", "W_kr") if d_rope else ())):
         getattr(km, name).set_weights([getattr(tm, name).weight.detach().numpy().T])
     return tm, km
 
@@ -69,9 +70,9 @@ def test_the_decoupled_rotary_part_absorbs_and_agrees_in_both_frameworks():
     """With DeepSeek-V2's decoupled rotary query and shared rotary key the absorbed form still equals the expanded
     one, the weights too, and PyTorch and Keras give the same outputs; the cache per token is d_latent + d_rope."""
     tm, km = _shared(4)
-    for kwargs in ({"causal": True}, {"mask": PADS}):
+    for kwargs in ({"causal": True}, {"padding_mask": PADS}):
         with torch.no_grad():
-            t_kwargs = {k: torch.as_tensor(v) if k == "mask" else v for k, v in kwargs.items()}
+            t_kwargs = {k: torch.as_tensor(v) if k == "padding_mask" else v for k, v in kwargs.items()}
             out, weights = tm(torch.as_tensor(X), return_weights=True, **t_kwargs)
             out_a, weights_a = tm(torch.as_tensor(X), absorbed=True, return_weights=True, **t_kwargs)
         np.testing.assert_allclose(out_a.numpy(), out.numpy(), rtol=1e-5, atol=1e-6)
@@ -112,3 +113,85 @@ def test_a_latent_llama_uses_it_in_every_block_with_a_rotary_part(module):
     assert w.shape == (2, 4, 5, 5) and np.allclose(np.triu(w, 1), 0) and np.allclose(w.sum(-1), 1, atol=1e-5)
     with pytest.raises(ConfigError, match="choose linear=True or latent=6"):
         module.Llama(30, 16, 4, 4, 1, 24, linear=True, latent=6)
+
+
+def _written(framework: str, layer, x: np.ndarray, **kwargs) -> list[np.ndarray]:
+    """Every tensor one call of ``layer`` on ``x`` writes, as NumPy: PyTorch's through a dispatch mode that sees each
+    operation's outputs, Keras' as the outputs of every operation of the traced graph."""
+    if framework == "pytorch":
+        from torch.utils._python_dispatch import TorchDispatchMode
+        from torch.utils._pytree import tree_flatten
+
+        class Record(TorchDispatchMode):
+            def __init__(self):
+                super().__init__()
+                self.outputs = []
+
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                out = func(*args, **(kwargs or {}))
+                self.outputs += [t.detach().clone() for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+                return out
+
+        with torch.no_grad(), Record() as record:
+            layer(torch.as_tensor(x), **kwargs)
+        return [t.numpy() for t in record.outputs if t.is_floating_point()]
+    import tensorflow as tf
+
+    wrapped = tf.compat.v1.wrap_function(lambda inputs: layer(inputs, **kwargs), [tf.TensorSpec(x.shape, tf.float32)])
+    fetches = [t for op in wrapped.graph.get_operations() if op.type != "Placeholder" for t in op.outputs
+               if t.dtype == tf.float32]
+    return [t.numpy() for t in wrapped.prune(feeds=wrapped.graph.inputs[0], fetches=fetches)(tf.constant(x))]
+
+
+def _holds(arrays: list[np.ndarray], every_head: np.ndarray, heads: int) -> bool:
+    """Whether one of ``arrays`` is ``every_head`` (B, T, d_model), every head's keys or values, in any of the
+    layouts a layer keeps them in: (B, T, d_model), (B·T, d_model), (B, T, h, d_head) or (B, h, T, d_head)."""
+    b, t, d = every_head.shape
+    for a in arrays:
+        if a.size != every_head.size:
+            continue
+        layouts = [a.reshape(b, t, d)]
+        if a.shape == (b, heads, t, d // heads):
+            layouts.append(a.transpose(0, 2, 1, 3).reshape(b, t, d))
+        if any(np.allclose(layout, every_head, rtol=1e-5, atol=1e-6) for layout in layouts):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("framework", ["keras", "pytorch"])
+@pytest.mark.parametrize("d_rope", [0, 4])
+def test_the_absorbed_form_never_forms_the_keys_or_the_values(framework, d_rope):
+    """What the text says the absorbed form computes: the queries moved into the latent space (q W_uk,h per head),
+    scores against the latent c itself, W_uv,h applied after the mix. Of every tensor it writes, none holds every
+    head's keys c W_uk or values c W_uv, in any layout; the expanded form does write them (so the search finds
+    them when they are there)."""
+    tm, km = _shared(d_rope)
+    layer = {"pytorch": tm, "keras": km}[framework]
+    w = {name: getattr(tm, name).weight.detach().numpy() for name in ("W_dkv", "W_uk", "W_uv")}
+    c = X @ w["W_dkv"].T                                                       # (B, T, d_latent)
+    keys, values = c @ w["W_uk"].T, c @ w["W_uv"].T                            # (B, T, d_model) each
+    for absorbed in (False, True):
+        written = _written(framework, layer, X, causal=True, absorbed=absorbed)
+        assert _holds(written, keys, 4) == _holds(written, values, 4) == (not absorbed), (framework, absorbed)
+
+
+@pytest.mark.parametrize("framework", ["keras", "pytorch"])
+@pytest.mark.parametrize("d_rope", [0, 4])
+def test_a_nan_at_a_padded_position_reaches_no_real_position(framework, d_rope):
+    """The first example's last two tokens are pads, and NaN: the real positions' outputs are those of the clean
+    input, in both forms, with and without the rotary part (the pads' latents, keys and values are set to zero before
+    any product, as multi-head attention does: a weight of 0 times NaN is NaN)."""
+    tm, km = _shared(d_rope)
+    dirty = X.copy()
+    dirty[0, 4:] = np.nan
+    for absorbed in (False, True):
+        for causal in (False, True):
+            if framework == "pytorch":
+                with torch.no_grad():
+                    clean, got = (tm(torch.as_tensor(x), padding_mask=torch.as_tensor(PADS), causal=causal,
+                                     absorbed=absorbed).numpy() for x in (X, dirty))
+            else:
+                clean, got = (to_numpy(km(x, padding_mask=PADS, causal=causal, absorbed=absorbed)) for x in (X, dirty))
+            real = PADS[..., None] & np.ones_like(got, bool)
+            assert np.isfinite(got[real]).all(), (absorbed, causal)
+            np.testing.assert_allclose(got[real], clean[real], rtol=1e-5, atol=1e-6)

@@ -1,13 +1,14 @@
 """Linear attention in a Llama: ``LinearAttention`` is grouped-query attention with ``linear_attention`` in place of
-the softmax (same projections and rotary positions), the two frameworks agree with shared weights, a ``linear=True``
-Llama uses it in every block, and what it cannot do (masks, non-causal attention, weights) is a clear error."""
+the softmax (same projections; rotary positions after the feature map), the two frameworks agree with shared
+weights, a ``linear=True`` Llama uses it in every block, and what it cannot do (masks, non-causal attention,
+weights) is a clear error."""
 
 import numpy as np
 import pytest
 import torch
 from conftest import to_numpy
 
-from attention_course.ch07_self_attention.torch import merge_heads, rope
+from attention_course.ch07_self_attention.torch import merge_heads
 from attention_course.ch10_modern_attention import keras as ch10_keras
 from attention_course.ch10_modern_attention import torch as ch10_torch
 from attention_course.core.errors import ConfigError
@@ -24,7 +25,7 @@ def test_linear_attention_layer_is_the_feature_map_on_the_projections(kv_heads):
     x = torch.as_tensor(X)
     with torch.no_grad():
         q, k, v, _ = layer.project(x)
-        expected = layer.W_o(merge_heads(ch10_torch.linear_attention(rope(q), rope(k), v)))
+        expected = layer.W_o(merge_heads(ch10_torch.linear_attention(q, k, v, rotary=True)))
         np.testing.assert_allclose(layer(x, causal=True).numpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
         # causal: the first position sees itself only, so changing the last token leaves it alone
         later = x.clone()
