@@ -69,11 +69,11 @@ def head_shapes(query, key, value, mask=None) -> None:
                          f"key {k}, value {v}")
     if mask is not None:
         m, (b, _, t_q, t_k) = shape_of(mask), q[:2] + q[2:3] + k[2:3]
-        ok = m == (b, t_k) if len(m) == 2 else (len(m) == 3 and all(
-            a in (1, e) for a, e in zip(m, (b, t_q, t_k), strict=True)))
+        ok = m == (b, t_k) if len(m) == 2 else (len(m) == 3 and m[2] == t_k and all(     # every key: no broadcast
+            a in (1, e) for a, e in zip(m[:2], (b, t_q), strict=True)))
         if not ok:
             raise ShapeError(f"mask of shape {m} does not fit query {q} and key {k}: a mask is (batch, T_k) = "
-                             f"{(b, t_k)} or broadcasts to (batch, T_q, T_k) = {(b, t_q, t_k)}")
+                             f"{(b, t_k)} or (batch or 1, T_q or 1, T_k) for (batch, T_q, T_k) = {(b, t_q, t_k)}")
 
 
 def split(x, heads: int) -> None:

@@ -25,7 +25,9 @@ distribution P (B, T, V + extra): p_gen times the softmax of ``logits`` (B, T, V
 (B, S) of their words (a word twice in the source gets both weights); ``p_gen`` (B, T).
 
 ``monotonic_alignment``: ``fn(p)`` returns monotonic attention's expected alignment α (B, T, S) from the stopping
-probabilities p (B, T, S): q_ij = (1 − p_i,j−1) q_i,j−1 + α_i−1,j, α_ij = p_ij q_ij, from α_0 = (1, 0, …, 0).
+probabilities p (B, T, S): q_ij = (1 − p_i,j−1) q_i,j−1 + α_i−1,j, α_ij = p_ij q_ij, from α_0 = (1, 0, …, 0). Every
+other trial draws saturated probabilities, many within 1e-6 of 1 and some exactly 1, as a trained model gives them:
+Raffel et al.'s parallel form, which divides by Π_{l<j} (1 − p_il), fails there.
 """
 
 from __future__ import annotations
@@ -207,19 +209,38 @@ def copy_distribution(fn: Callable, *, trials: int = 20, seed: int | None = None
     _pass("copy distribution", trials)
 
 
+def _stopping_probabilities(rng, shape, saturated: bool) -> np.ndarray:
+    """p in [0.05, 0.95]; or ``saturated``: half of them within 10⁻⁶ … 1 of 1, and one in ten exactly 1."""
+    p = rng.uniform(0.05, 0.95, size=shape)
+    if saturated:
+        near = rng.random(shape) < 0.5
+        p[near] = 1 - 10.0 ** -rng.uniform(0, 6, size=int(near.sum()))
+        p[rng.random(shape) < 0.1] = 1.0
+    return p
+
+
 def monotonic_alignment(fn: Callable, *, trials: int = 20, seed: int | None = None) -> None:
-    """Check ``fn(p) -> α (B, T, S)``, monotonic attention's expected alignment from stopping probabilities p."""
+    """Check ``fn(p) -> α (B, T, S)``, monotonic attention's expected alignment from stopping probabilities p, on
+    moderate and on saturated p (every other trial)."""
     rng = start(fn, trials, seed)
-    for _ in range(trials):
+    for trial in range(trials):
         b, t, s = int(rng.integers(1, 4)), int(rng.integers(2, 6)), int(rng.integers(2, 7))
-        args = {"p": rng.uniform(0.05, 0.95, size=(b, t, s))}
+        args = {"p": _stopping_probabilities(rng, (b, t, s), saturated=trial % 2 == 1)}
         want = expected_alignment(args["p"])
-        got = np.asarray(call(fn, args), float)
+        with np.errstate(all="ignore"):                          # a division by an underflowed product: judged below
+            got = np.asarray(call(fn, args), float)
         if got.shape != want.shape:
             raise ExerciseError(f"for p of shape {args['p'].shape}, return α of the same shape (B, T, S); got "
                                 f"{got.shape}")
         if np.allclose(got, want, atol=1e-6):
             continue
+        tame = np.clip(args["p"], 0.05, 0.95)
+        if trial % 2 == 1 and np.allclose(np.asarray(call(fn, {"p": tame}), float), expected_alignment(tame),
+                                          atol=1e-6):
+            raise ExerciseError("right for moderate p, wrong when some p_ij are near 1 (a trained model's are): a "
+                                "division by the product Π (1 − p_il), as in the parallel form, loses the alignment "
+                                "once that product underflows; the recurrence q_ij = (1 − p_i,j−1) q_i,j−1 + "
+                                "α_i−1,j only multiplies and adds")
         restarted = np.concatenate([expected_alignment(args["p"][:, i:i + 1]) for i in range(t)], axis=1)
         if np.allclose(got, restarted, atol=1e-6):
             raise ExerciseError("every step must start where the step before stopped: carry α_(i−1) into step i "

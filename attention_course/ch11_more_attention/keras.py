@@ -12,6 +12,7 @@ Shapes: B batch, N input positions, F features per input element, T output steps
 from __future__ import annotations
 
 import keras
+import numpy as np
 from keras import layers, ops
 
 from attention_course.ch01_sequence_models.keras import masked_softmax
@@ -20,6 +21,7 @@ from attention_course.ch05_neural_machine_translation.keras import Encoder, embe
 from attention_course.ch11_more_attention import validate
 from attention_course.core.keras import inputs
 from attention_course.core.keras.base import BuildOnCall, Dense, Layer, Model
+from attention_course.core.keras.init import torch_bias, torch_dense, torch_kernel, torch_uniform
 from attention_course.core.text import UNK
 
 __all__ = ["PointerAttention", "PointerNetwork", "FixedOutputNetwork", "ConvolutionalAttention", "MarkerReader",
@@ -27,24 +29,60 @@ __all__ = ["PointerAttention", "PointerNetwork", "FixedOutputNetwork", "Convolut
            "MultiSourceTranslator", "CopyGate", "PointerGenerator",
            "MonotonicAttention", "Speller"]
 
+
+class _TwoBiases(keras.initializers.Initializer):
+    """b_ih + b_hh, each U(±1/√hidden): PyTorch's two LSTM biases, as Keras' one bias holds them (summed)."""
+
+    def __init__(self, hidden: int):
+        self.hidden, self.parts = hidden, (torch_uniform(hidden), torch_uniform(hidden))
+
+    def __call__(self, shape, dtype=None):
+        return self.parts[0](shape, dtype) + self.parts[1](shape, dtype)
+
+    def get_config(self):
+        return {"hidden": self.hidden}
+
+
+def _lstm(hidden: int, **kwargs) -> layers.LSTM:
+    """An LSTM that starts as PyTorch's ``nn.LSTM``: its kernels U(±1/√hidden), its bias PyTorch's two summed, and
+    no forget-gate bias of 1 (Keras' ``unit_forget_bias``)."""
+    return layers.LSTM(hidden, kernel_initializer=torch_uniform(hidden), recurrent_initializer=torch_uniform(hidden),
+                       bias_initializer=_TwoBiases(hidden), unit_forget_bias=False, **kwargs)
+
+
+def _gru(hidden: int, **kwargs) -> layers.GRU:
+    """A GRU in PyTorch's formulation (``reset_after``, two biases) that starts as ``nn.GRU``: every weight and bias
+    U(±1/√hidden)."""
+    return layers.GRU(hidden, reset_after=True, kernel_initializer=torch_uniform(hidden),
+                      recurrent_initializer=torch_uniform(hidden), bias_initializer=torch_uniform(hidden), **kwargs)
+
+
 class PointerAttention(BuildOnCall, Layer):
     """u_tj = vᵀ tanh(W_1 e_j + W_2 d_t), softmax over the input positions j: the distribution a pointer network
-    outputs (``reference.pointer_log_probs``). encoded (B, N, e), decoded (B, T, d), mask (B, N) → log p (B, T, N)."""
+    outputs (``reference.pointer_log_probs``). encoded (B, N, e), decoded (B, T, d), mask (B, N) → log p (B, T, N);
+    a hidden position gets log p = −inf (probability 0), so a list with none visible points nowhere: −inf
+    everywhere, never NaN."""
 
     def __init__(self, enc_dim: int, dec_dim: int, units: int, **kwargs):
         super().__init__(**kwargs)
         enc_dim, dec_dim, units = validate.sizes(enc_dim=enc_dim, dec_dim=dec_dim, units=units)
-        self.W_1 = layers.Dense(units, use_bias=False)
-        self.W_2 = layers.Dense(units, use_bias=False)
-        self.v = Dense(1, use_bias=False)           # (B, T, N, u) → (B, T, N, 1) as one 2-D product
+        self.W_1 = torch_dense(units, use_bias=False)              # as nn.Linear: U(±1/√fan_in)
+        self.W_2 = torch_dense(units, use_bias=False)
+        self.v = Dense(1, use_bias=False, kernel_initializer=torch_kernel())   # (B, T, N, u) → (B, T, N, 1), 2-D
 
     def call(self, encoded, decoded, mask=None):
         encoded, decoded = inputs.floats(encoded, "encoded"), inputs.floats(decoded, "decoded")
         validate.pointer_inputs(encoded, decoded, mask)
+        mask = inputs.bool_mask(mask)
+        encoded = inputs.finite(inputs.hide(encoded, mask), "encoded")          # a pad's NaN reaches nothing
+        decoded = inputs.finite(decoded, "decoded")
         scores = ops.squeeze(self.v(ops.tanh(self.W_1(encoded)[:, None] + self.W_2(decoded)[:, :, None])), -1)
-        if mask is not None:                                                     # (B, T, N)
-            scores = ops.where(inputs.bool_mask(mask)[:, None], scores, -float("inf"))
-        return ops.log_softmax(scores, axis=-1)
+        if mask is None:                                                         # (B, T, N)
+            return ops.log_softmax(scores, axis=-1)
+        visible = mask[:, None]                                                  # (B, 1, N)
+        lowest = float(np.finfo(keras.backend.standardize_dtype(scores.dtype)).min)
+        log_p = ops.log_softmax(ops.where(visible, scores, lowest), axis=-1)
+        return ops.where(visible, log_p, -float("inf"))                         # log 0: none visible, all −inf
 
 class _EncoderDecoder(Model):
     """What both models share: each input element (F numbers) embedded, an LSTM encoder, an LSTM decoder started
@@ -56,10 +94,10 @@ class _EncoderDecoder(Model):
         super().__init__(**kwargs)
         features, hidden = validate.sizes(features=features, hidden=hidden)
         self.features, self.hidden = features, hidden
-        self.embed = layers.Dense(hidden)
-        self.start = layers.Embedding(1, hidden)
-        self.encoder = layers.LSTM(hidden, return_sequences=True, return_state=True)
-        self.decoder = layers.LSTM(hidden, return_sequences=True)
+        self.embed = torch_dense(hidden, features)                 # every layer starts as its PyTorch twin
+        self.start = embedding(1, hidden)
+        self.encoder = _lstm(hidden, return_sequences=True, return_state=True)
+        self.decoder = _lstm(hidden, return_sequences=True)
         self.pointer = PointerAttention(hidden, hidden, hidden)
 
     def run(self, x, previous, mask=None):
@@ -72,8 +110,9 @@ class _EncoderDecoder(Model):
         validate.previous_positions(inputs.dtype_name(previous), tuple(previous.shape), tuple(x.shape),
                                     self.features, low, high)
         validate.pointer_inputs(x, x, mask)                                      # the mask fits the elements
-        e = self.embed(x)                                                        # (B, N, h)
         known_mask = None if mask is None else inputs.bool_mask(mask)
+        x = inputs.finite(inputs.hide(x, known_mask), "x")                       # its real elements
+        e = self.embed(x)                                                        # (B, N, h)
         if known_mask is not None and not inputs.symbolic(known_mask):
             validate.some_elements(int(ops.min(ops.sum(ops.cast(known_mask, "int32"), axis=1))))
         encoded, h, c = self.encoder(e, mask=known_mask)                         # stops at each list's end
@@ -99,7 +138,7 @@ class FixedOutputNetwork(_EncoderDecoder):
     def __init__(self, features: int, hidden: int, positions: int, **kwargs):
         super().__init__(features, hidden, **kwargs)
         (self.positions,) = validate.sizes(positions=positions)
-        self.out = layers.Dense(positions)
+        self.out = torch_dense(positions, 2 * hidden)
 
     def call(self, x, previous, mask=None):
         encoded, decoded, log_p = self.run(x, previous, mask)
@@ -111,7 +150,9 @@ class ConvolutionalAttention(BuildOnCall, Layer):
     """e_j = vᵀ tanh(conv(K)_j + W_q q): the additive score with each key's features computed by a convolution
     over the ``width`` keys centred on it (``reference.convolutional_scores``), so that a score can depend on a
     neighbour ("the word after 'Mr.'"); ``width=1`` is Bahdanau's additive score, each key alone. Then a softmax
-    over the keys and the weighted sum of the values.
+    over the keys and the weighted sum of the values. A hidden key is read as zeros, as beyond the ends, so a
+    right-padded sequence scores as the same sequence unpadded, and gets no weight; a row with no visible key
+    gets no weight at all and a zero context.
 
     query (B, d_q), keys (B, N, d_k), values (B, N, d_v), mask (B, N) → context (B, d_v) [, weights (B, N)]."""
 
@@ -119,17 +160,20 @@ class ConvolutionalAttention(BuildOnCall, Layer):
         super().__init__(**kwargs)
         d_query, d_key, units, width = validate.sizes(d_query=d_query, d_key=d_key, units=units, width=width)
         validate.odd_width(width)
-        self.conv = layers.Conv1D(units, width, padding="same")                 # zeros beyond the ends
-        self.W_q = layers.Dense(units, use_bias=False)
-        self.v = layers.Dense(1, use_bias=False)
+        self.conv = layers.Conv1D(units, width, padding="same", kernel_initializer=torch_kernel(),
+                                  bias_initializer=torch_bias(d_key * width))  # zeros beyond the ends
+        self.W_q = torch_dense(units, use_bias=False)
+        self.v = torch_dense(1, use_bias=False)
 
     def call(self, query, keys, values, mask=None, return_weights: bool = False):
         query, keys, values = (inputs.floats(a, n) for a, n in ((query, "query"), (keys, "keys"), (values, "values")))
         validate.pooled_attention(query, keys, values, mask)
+        mask = inputs.bool_mask(mask)
+        query = inputs.finite(query, "query")
+        keys = inputs.finite(inputs.hide(keys, mask), "keys")                  # pads read as zeros, as the ends
+        values = inputs.finite(inputs.hide(values, mask), "values")            # 0 × NaN would still be NaN
         scores = ops.squeeze(self.v(ops.tanh(self.conv(keys) + self.W_q(query)[:, None])), -1)   # (B, N)
-        if mask is not None:
-            scores = ops.where(inputs.bool_mask(mask), scores, -float("inf"))
-        weights = ops.softmax(scores, axis=-1)
+        weights = masked_softmax(scores[:, None], mask)[:, 0]                   # (B, N), 0 on pads
         context = ops.sum(weights[..., None] * values, axis=1)                  # (B, d_v)
         return (context, weights) if return_weights else context
 
@@ -142,10 +186,10 @@ class MarkerReader(Model):
     def __init__(self, vocab: int, dim: int, width: int = 3, **kwargs):
         super().__init__(**kwargs)
         vocab, dim = validate.sizes(vocab=vocab, dim=dim)
-        self.embed = layers.Embedding(vocab, dim)
-        self.query = layers.Embedding(1, dim)
+        self.embed = embedding(vocab, dim)                          # N(0, 1), as PyTorch's
+        self.query = embedding(1, dim)
         self.attention = ConvolutionalAttention(dim, dim, dim, width)
-        self.out = layers.Dense(vocab)
+        self.out = torch_dense(vocab, dim)
 
     def call(self, ids, mask=None, return_weights: bool = False):
         ids = inputs.ids(ids, "ids", self.embed)
@@ -164,12 +208,14 @@ class ContextAttention(BuildOnCall, Layer):
     def __init__(self, hidden: int, units: int, **kwargs):
         super().__init__(**kwargs)
         self.hidden, units = validate.sizes(hidden=hidden, units=units)
-        self.W = layers.Dense(units)
-        self.context = layers.Dense(1, use_bias=False)                      # c, as a layer: u_tᵀ c
+        self.W = torch_dense(units, hidden)
+        self.context = torch_dense(1, use_bias=False)                       # c, as a layer: u_tᵀ c
 
     def call(self, states, mask=None, return_weights: bool = False):
         states = inputs.floats(states, "states")
         validate.sequence_shapes("ContextAttention", states, mask, features=self.hidden)
+        mask = inputs.bool_mask(mask)
+        states = inputs.finite(inputs.hide(states, mask), "states")       # 0 × a pad's NaN would still be NaN
         scores = self.context(ops.tanh(self.W(states)))[..., 0]            # (B, T)
         weights = masked_softmax(scores[:, None], mask)[:, 0]              # (B, T), 0 on pads
         pooled = ops.sum(weights[..., None] * states, axis=1)              # (B, H)
@@ -182,8 +228,8 @@ class _Words(BuildOnCall, Layer):
 
     def __init__(self, vocab: int, embed: int, hidden: int, **kwargs):
         super().__init__(**kwargs)
-        self.embed = layers.Embedding(vocab, embed)
-        self.rnn = layers.Bidirectional(layers.GRU(hidden, return_sequences=True, reset_after=True))
+        self.embed = embedding(vocab, embed)
+        self.rnn = layers.Bidirectional(_gru(hidden, return_sequences=True))
 
     def call(self, ids, mask):
         states = self.rnn(self.embed(ids), mask=mask)                       # (B, T, 2h)
@@ -194,22 +240,24 @@ class HierarchicalAttentionNetwork(Model):
     """Yang et al.'s hierarchical attention network: a bidirectional GRU reads each sentence's words and
     ``ContextAttention`` pools them into a sentence vector; a second GRU reads the sentence vectors and a second
     ``ContextAttention`` pools them into the document; a linear layer gives the class scores.
-    ids (B, S, W): W words of each of S sentences, right-padded with 0 (and empty sentences last) → logits (B, classes)
-    [, word weights (B, S, W), sentence weights (B, S)]."""
+    ids (B, S, W): W words of each of S sentences, right-padded with 0 (and empty sentences last; anything else is
+    refused) → logits (B, classes) [, word weights (B, S, W), sentence weights (B, S)]."""
 
     def __init__(self, vocab: int, classes: int, embed: int = 64, hidden: int = 32, **kwargs):
         super().__init__(**kwargs)
         vocab, classes, embed, hidden = validate.sizes(vocab=vocab, classes=classes, embed=embed, hidden=hidden)
         self.words = _Words(vocab, embed, hidden)
         self.word_attention = ContextAttention(2 * hidden, 2 * hidden)
-        self.sentences = layers.Bidirectional(layers.GRU(hidden, return_sequences=True, reset_after=True))
+        self.sentences = layers.Bidirectional(_gru(hidden, return_sequences=True))
         self.sentence_attention = ContextAttention(2 * hidden, 2 * hidden)
-        self.out = layers.Dense(classes)
+        self.out = torch_dense(classes, 2 * hidden)
 
     def call(self, ids, return_weights: bool = False):
         ids = inputs.ids(ids, "ids", self.words.embed, ndim=3)                    # 0 = padding
         s, w = ids.shape[1], ids.shape[2]
         word_mask = ids != 0                                                       # (B, S, W)
+        if not inputs.symbolic(word_mask):                                         # as PyTorch's packed GRUs
+            validate.right_padded_documents(ops.convert_to_numpy(word_mask))
         flat, flat_mask = ops.reshape(ids, (-1, w)), ops.reshape(word_mask, (-1, w))
         states = self.words(flat, flat_mask)                                       # (B·S, W, 2h)
         vectors, word_weights = self.word_attention(states, flat_mask, return_weights=True)
@@ -223,19 +271,21 @@ class HierarchicalAttentionNetwork(Model):
 
 class FlatAttentionNetwork(Model):
     """The same word encoder and ``ContextAttention`` over all the document's words at once, with no sentences:
-    the flat model the hierarchy is compared with. ids (B, N) right-padded with 0 → logits (B, classes)
-    [, weights (B, N)]."""
+    the flat model the hierarchy is compared with. ids (B, N) right-padded with 0 (no pad before a word) → logits
+    (B, classes) [, weights (B, N)]."""
 
     def __init__(self, vocab: int, classes: int, embed: int = 64, hidden: int = 32, **kwargs):
         super().__init__(**kwargs)
         vocab, classes, embed, hidden = validate.sizes(vocab=vocab, classes=classes, embed=embed, hidden=hidden)
         self.words = _Words(vocab, embed, hidden)
         self.word_attention = ContextAttention(2 * hidden, 2 * hidden)
-        self.out = layers.Dense(classes)
+        self.out = torch_dense(classes, 2 * hidden)
 
     def call(self, ids, return_weights: bool = False):
         ids = inputs.ids(ids, "ids", self.words.embed)
         mask = ids != 0
+        if not inputs.symbolic(mask):                                              # as PyTorch's packed GRU
+            validate.right_padded_documents(ops.convert_to_numpy(mask))
         document, weights = self.word_attention(self.words(ids, mask), mask, return_weights=True)
         logits = self.out(document)
         return (logits, weights) if return_weights else logits
@@ -251,12 +301,14 @@ class MultiSourceAttention(BuildOnCall, Layer):
         super().__init__(**kwargs)
         d_query, d_key, units, sources = validate.sizes(d_query=d_query, d_key=d_key, units=units, sources=sources)
         self.attend = [ScoredAttention("additive", d_query, d_key, units) for _ in range(sources)]
-        self.W_c = layers.Dense(d_query, activation="tanh")
+        self.W_c = torch_dense(d_query, d_query + sources * d_key, activation="tanh")
 
     def call(self, query, keys, mask=None, return_weights: bool = False):
         query, keys = inputs.floats(query, "query"), inputs.floats(keys, "keys")
         validate.multi_source(query, keys, mask, len(self.attend))
         mask = None if mask is None else inputs.bool_mask(mask, "mask")
+        query = inputs.finite(query, "query")
+        keys = inputs.finite(keys if mask is None else ops.where(mask[..., None], keys, 0.0), "keys")   # pads: 0
         contexts, weights = [], []
         for k, attend in enumerate(self.attend):                  # source k: its own score and softmax
             c, w = attend(query, keys[:, k], keys[:, k], None if mask is None else mask[:, k], return_weights=True)
@@ -278,11 +330,11 @@ class MultiSourceTranslator(Model):
         src_vocab, tgt_vocab, sources, embed, hidden = validate.sizes(
             src_vocab=src_vocab, tgt_vocab=tgt_vocab, sources=sources, embed=embed, hidden=hidden)
         self.encoders = [Encoder(src_vocab, embed, hidden) for _ in range(sources)]
-        self.W_s = layers.Dense(hidden, activation="tanh")
+        self.W_s = torch_dense(hidden, sources * hidden, activation="tanh")
         self.embed = embedding(tgt_vocab, embed)                                   # N(0, 1), as PyTorch's
-        self.rnn = layers.GRU(hidden, return_sequences=True, reset_after=True)
+        self.rnn = _gru(hidden, return_sequences=True)
         self.attention = MultiSourceAttention(hidden, 2 * hidden, hidden, sources)
-        self.out = layers.Dense(tgt_vocab)
+        self.out = torch_dense(tgt_vocab, hidden)
 
     def call(self, sources, tgt_in, return_weights: bool = False):
         sources = inputs.ids(sources, "sources", self.encoders[0].embed, ndim=3)      # (B, K, S)
@@ -305,19 +357,26 @@ class CopyGate(BuildOnCall, Layer):
     a_tj, over the extended vocabulary: the V target words, then ``extra`` ids for source words the vocabulary lacks
     (``reference.pointer_generator``). logits (B, T, V), weights (B, T, S), src_ext (B, S) the source words' ids in
     the extended vocabulary, context (B, T, c), state (B, T, s), embedded (B, T, x) → log P (B, T, V + extra)
-    [, p_gen (B, T)]."""
+    [, p_gen (B, T)]. Each row of ``weights`` must be a distribution (it sums to 1), or P would not be one."""
 
     def __init__(self, d_context: int, d_state: int, d_input: int, extra: int, **kwargs):
         super().__init__(**kwargs)
         d_context, d_state, d_input, extra = validate.sizes(d_context=d_context, d_state=d_state, d_input=d_input,
                                                             extra=extra)
-        self.extra = extra
-        self.w = layers.Dense(1, activation="sigmoid")
+        self.extra, self.parts = extra, {"d_context": d_context, "d_state": d_state, "d_input": d_input}
+        self.w = torch_dense(1, d_context + d_state + d_input, activation="sigmoid")
 
     def call(self, logits, weights, src_ext, context, state, embedded, return_gate: bool = False):
-        logits, weights = inputs.floats(logits, "logits"), inputs.floats(weights, "weights")
+        logits = inputs.finite(inputs.floats(logits, "logits"), "logits")
+        weights = inputs.floats(weights, "weights")
         src_ext = inputs.tensor(src_ext, "src_ext")
+        context, state, embedded = (inputs.floats(x, name) for x, name in
+                                    ((context, "context"), (state, "state"), (embedded, "embedded")))
         validate.copy_inputs(logits, weights, src_ext, self.extra)
+        validate.gate_parts(logits, self.parts, context=context, state=state, embedded=embedded)
+        if not inputs.symbolic(weights) and int(ops.size(weights)):      # each row a distribution over the source
+            sums = ops.sum(weights, axis=-1)
+            validate.copy_weights(float(ops.min(weights)), float(ops.min(sums)), float(ops.max(sums)))
         size = logits.shape[-1] + self.extra
         if not inputs.symbolic(src_ext):
             validate.extended_ids("src_ext", inputs.dtype_name(src_ext), src_ext.shape, size,
@@ -346,10 +405,10 @@ class PointerGenerator(Model):
         self.tgt_vocab, self.extra = tgt_vocab, extra
         self.encoder = Encoder(src_vocab, embed, hidden)
         self.embed = embedding(tgt_vocab, embed)                                   # N(0, 1), as PyTorch's
-        self.rnn = layers.GRU(hidden, return_sequences=True, reset_after=True)
+        self.rnn = _gru(hidden, return_sequences=True)
         self.attention = ScoredAttention("additive", hidden, 2 * hidden, hidden)
-        self.W_c = layers.Dense(hidden, activation="tanh")
-        self.out = layers.Dense(tgt_vocab)
+        self.W_c = torch_dense(hidden, 3 * hidden, activation="tanh")
+        self.out = torch_dense(tgt_vocab, hidden)
         self.gate = CopyGate(2 * hidden, hidden, embed, extra) if copy else None
 
     def call(self, src, src_ext, tgt_in, return_weights: bool = False):
@@ -376,18 +435,20 @@ class MonotonicAttention(BuildOnCall, Layer):
     """Raffel et al.'s monotonic attention (2017). Each output step i scans the keys from where the step before
     stopped and stops at key j with probability p_ij = σ(vᵀ tanh(W q_i + U k_j + b) + r). Training uses the expected
     alignment, α_ij = p_ij Σ_{k ≤ j} α_{i−1,k} Π_{l=k}^{j−1} (1 − p_il), from α_0 on the first key
-    (``reference.monotonic_alignment``), with Gaussian noise of scale ``noise`` added before the sigmoid so that the
-    p_ij learn to be near 0 or 1; ``hard=True`` decodes as the scan does, one key per step or none
-    (``reference.hard_monotonic``). query (B, T, d_q), keys (B, S, d_k), mask (B, S) → context (B, T, d_k)
-    [, weights (B, T, S)]."""
+    (``reference.monotonic_alignment``), computed one output step at a time as α_i = p_i ∘ (L_i α_{i−1}) with
+    L_i[j, k] = Π_{l=k}^{j−1} (1 − p_il): products only, exact when a p_ij is 0 or 1 (Raffel et al.'s parallel form
+    divides by Π (1 − p_il), which underflows once some p_il are near 1). Gaussian noise of scale ``noise`` is added
+    before the sigmoid so that the p_ij learn to be near 0 or 1; ``hard=True`` decodes as the scan does, one key per
+    step or none (``reference.hard_monotonic``). query (B, T, d_q), keys (B, S, d_k), mask (B, S) → context
+    (B, T, d_k) [, weights (B, T, S)]; a hidden key gets no weight and is never read."""
 
     def __init__(self, d_query: int, d_key: int, units: int, noise: float = 1.0, bias: float = -1.0, **kwargs):
         super().__init__(**kwargs)
         d_query, d_key, units = validate.sizes(d_query=d_query, d_key=d_key, units=units)
         self.noise = validate.non_negative("noise", noise)
-        self.W = layers.Dense(units, use_bias=False)
-        self.U = layers.Dense(units)
-        self.v = Dense(1, use_bias=False)           # (B, T, S, u) → (B, T, S, 1) as one 2-D product
+        self.W = torch_dense(units, use_bias=False)                # as nn.Linear: U(±1/√fan_in)
+        self.U = torch_dense(units, d_key)
+        self.v = Dense(1, use_bias=False, kernel_initializer=torch_kernel())   # (B, T, S, u) → (B, T, S, 1), 2-D
         self.r = self.add_weight(shape=(), initializer=keras.initializers.Constant(float(bias)), name="r")
 
     def probabilities(self, query, keys, mask=None, training=False):
@@ -396,12 +457,15 @@ class MonotonicAttention(BuildOnCall, Layer):
         if training and self.noise:
             energy = energy + self.noise * keras.random.normal(ops.shape(energy))
         p = ops.sigmoid(energy)                                                    # (B, T, S)
-        return p if mask is None else p * ops.cast(mask[:, None], p.dtype)
+        mask = inputs.bool_mask(mask, "mask")                                    # bool, or 0/1 numbers
+        return p if mask is None else ops.where(mask[:, None], p, 0.0)
 
     def call(self, query, keys, mask=None, hard: bool = False, return_weights: bool = False, training=False):
         query, keys = inputs.floats(query, "query"), inputs.floats(keys, "keys")
         validate.monotonic_inputs(query, keys, mask)
         mask = None if mask is None else inputs.bool_mask(mask, "mask")
+        query = inputs.finite(query, "query")
+        keys = inputs.finite(inputs.hide(keys, mask), "keys")          # pads zeroed: 0 × NaN would still be NaN
         p = self.probabilities(query, keys, mask, training)
         s, j = keys.shape[1], ops.arange(keys.shape[1])
         if hard:                                                # the scan: from where the last step stopped
@@ -412,10 +476,14 @@ class MonotonicAttention(BuildOnCall, Layer):
                 allowed = ops.cast(ops.logical_and(j[None] >= first[:, None], found[:, None]), p_i.dtype)
                 return allowed, chosen                          # none found: the input is used up
             init = ops.ones_like(p[:, 0])
-        else:                                                   # the expectation, in Raffel et al.'s parallel form
+        else:                                                   # the expectation: α_i = p_i ∘ (L_i α_{i−1})
+            passed = j[:, None] > j[None]                       # (S, S): key k comes before key j
+
             def step(previous, p_i):                            # previous (B, S): α of the step before
-                kept = ops.cumprod(ops.pad(1 - p_i[:, :-1], [(0, 0), (1, 0)], constant_values=1.0), 1)
-                row = p_i * kept * ops.cumsum(previous / ops.clip(kept, 1e-10, 1.0), 1)   # this step's α
+                kept = ops.pad(1 - p_i[:, :-1], [(0, 0), (1, 0)], constant_values=1.0)   # (B, S): 1 − p_i,j−1
+                # L_i[j, k] = Π_{l=k}^{j−1} (1 − p_il) below the diagonal, 1 on it, 0 above: products only
+                L = ops.where(ops.transpose(passed), 0.0, ops.cumprod(ops.where(passed, kept[:, :, None], 1.0), 1))
+                row = p_i * ops.matmul(L, previous[..., None])[..., 0]                   # this step's α
                 return row, row
             init = ops.one_hot(ops.zeros(ops.shape(p)[:1], "int32"), s, dtype=p.dtype)
         _, steps = ops.scan(step, init, ops.transpose(p, (1, 0, 2)))           # over the output steps: (T, B, S)
@@ -440,13 +508,13 @@ class Speller(Model):
         validate.choice("attention", attention, ("monotonic", "soft"))
         self.kind = attention
         self.letters = embedding(src_vocab, embed)                                  # N(0, 1), as PyTorch's
-        self.encoder = layers.GRU(hidden, return_sequences=True, reset_after=True)
+        self.encoder = _gru(hidden, return_sequences=True)                         # starts as nn.GRU
         self.phonemes = embedding(tgt_vocab, embed)
-        self.decoder = layers.GRU(hidden, return_sequences=True, reset_after=True)
+        self.decoder = _gru(hidden, return_sequences=True)
         self.attention = (MonotonicAttention(hidden, hidden, hidden) if attention == "monotonic"
                           else ScoredAttention("additive", hidden, hidden, hidden))
-        self.W_c = layers.Dense(hidden, activation="tanh")
-        self.out = layers.Dense(tgt_vocab)
+        self.W_c = torch_dense(hidden, 2 * hidden, activation="tanh")
+        self.out = torch_dense(tgt_vocab, hidden)
 
     def call(self, src, tgt_in, hard: bool = False, return_weights: bool = False, training=False):
         src = inputs.ids(src, "src", self.letters)

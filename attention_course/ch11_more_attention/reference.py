@@ -17,12 +17,16 @@ def pointer_log_probs(encoded, decoded, W_1, W_2, v, mask=None) -> np.ndarray:
     output step t, then a softmax over the positions, which *is* the output: log p(output t = position j).
 
     encoded (B, N, e), decoded (B, T, d), W_1 (e, u), W_2 (d, u), v (u,), mask (B, N) True at real positions
-    → (B, T, N); a hidden position gets −inf."""
+    → (B, T, N); a hidden position gets −inf (probability 0), and a list with no real position −inf everywhere."""
     scores = np.tanh((encoded @ W_1)[:, None] + (decoded @ W_2)[:, :, None]) @ v          # (B, T, N)
-    if mask is not None:
-        scores = np.where(np.asarray(mask, bool)[:, None], scores, -np.inf)
-    top = scores.max(-1, keepdims=True)
-    return scores - top - np.log(np.exp(scores - top).sum(-1, keepdims=True))
+    if mask is None:
+        mask = np.ones(scores.shape[::2], bool)
+    visible = np.broadcast_to(np.asarray(mask, bool)[:, None], scores.shape)
+    top = np.where(visible, scores, -np.inf).max(-1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)                                               # no real position
+    total = np.where(visible, np.exp(scores - top), 0.0).sum(-1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        return np.where(visible, scores - top - np.log(total), -np.inf)
 
 
 def convolutional_scores(query, keys, kernel, bias, W_q, v, mask=None) -> np.ndarray:
@@ -31,9 +35,13 @@ def convolutional_scores(query, keys, kernel, bias, W_q, v, mask=None) -> np.nda
     window of ``width`` keys centred on j (zeros beyond the ends), so a score can say "the key after this one".
 
     query (B, d_q), keys (B, N, d_k), kernel (width, d_k, u) (odd width), bias (u,), W_q (d_q, u), v (u,),
-    mask (B, N) → scores (B, N); a hidden position gets −inf. A width of 1 is Bahdanau's additive score."""
+    mask (B, N) → scores (B, N); a hidden position gets −inf, and is read as zeros by its neighbours' windows (as
+    beyond the ends: a right-padded sequence scores as the same sequence unpadded). A width of 1 is Bahdanau's
+    additive score."""
     width = kernel.shape[0]
     half = width // 2
+    if mask is not None:
+        keys = np.where(np.asarray(mask, bool)[..., None], keys, 0.0)                        # pads: zeros
     padded = np.pad(keys, ((0, 0), (half, half), (0, 0)))
     features = sum(padded[:, o:o + keys.shape[1]] @ kernel[o] for o in range(width)) + bias        # (B, N, u)
     scores = np.tanh(features + (query @ W_q)[:, None]) @ v

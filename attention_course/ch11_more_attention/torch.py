@@ -30,7 +30,9 @@ __all__ = ["PointerAttention", "PointerNetwork", "FixedOutputNetwork", "Convolut
 
 class PointerAttention(nn.Module):
     """u_tj = vᵀ tanh(W_1 e_j + W_2 d_t), softmax over the input positions j: the distribution a pointer network
-    outputs (``reference.pointer_log_probs``). encoded (B, N, e), decoded (B, T, d), mask (B, N) → log p (B, T, N)."""
+    outputs (``reference.pointer_log_probs``). encoded (B, N, e), decoded (B, T, d), mask (B, N) → log p (B, T, N);
+    a hidden position gets log p = −inf (probability 0), so a list with none visible points nowhere: −inf
+    everywhere, never NaN."""
 
     def __init__(self, enc_dim: int, dec_dim: int, units: int):
         super().__init__()
@@ -42,10 +44,15 @@ class PointerAttention(nn.Module):
     def forward(self, encoded, decoded, mask=None):
         encoded, decoded = inputs.floats(encoded, "encoded"), inputs.floats(decoded, "decoded", encoded.device)
         validate.pointer_inputs(encoded, decoded, mask)
+        mask = None if mask is None else inputs.bool_mask(mask, "mask", encoded.device)
+        encoded = inputs.finite(inputs.hide(encoded, mask), "encoded")          # a pad's NaN reaches nothing
+        decoded = inputs.finite(decoded, "decoded")
         scores = self.v(torch.tanh(self.W_1(encoded)[:, None] + self.W_2(decoded)[:, :, None])).squeeze(-1)
-        if mask is not None:                                                     # (B, T, N)
-            scores = scores.masked_fill(~inputs.bool_mask(mask, "mask", encoded.device)[:, None], -torch.inf)
-        return torch.log_softmax(scores, dim=-1)
+        if mask is None:                                                         # (B, T, N)
+            return torch.log_softmax(scores, dim=-1)
+        hidden = ~mask[:, None]                                                  # (B, 1, N)
+        log_p = torch.log_softmax(scores.masked_fill(hidden, torch.finfo(scores.dtype).min), dim=-1)
+        return log_p.masked_fill(hidden, -torch.inf)                            # log 0: none visible, all −inf
 
 
 class _EncoderDecoder(nn.Module):
@@ -73,6 +80,7 @@ class _EncoderDecoder(nn.Module):
         validate.previous_positions(inputs.dtype_name(previous), tuple(previous.shape), tuple(x.shape), self.features,
                                     low, high)
         validate.pointer_inputs(x, x, mask)                                      # the mask fits the elements
+        x = inputs.finite(inputs.hide(x, inputs.bool_mask(mask, "mask", x.device)), "x")   # its real elements
         e = self.embed(x)                                                        # (B, N, h)
         encoded, state = self.encode(e, mask)
         fed = torch.gather(e, 1, previous.clamp(min=0)[..., None].expand(-1, -1, self.hidden))   # (B, T, h)
@@ -121,7 +129,9 @@ class ConvolutionalAttention(nn.Module):
     """e_j = vᵀ tanh(conv(K)_j + W_q q): the additive score with each key's features computed by a convolution
     over the ``width`` keys centred on it (``reference.convolutional_scores``), so that a score can depend on a
     neighbour ("the word after 'Mr.'"); ``width=1`` is Bahdanau's additive score, each key alone. Then a softmax
-    over the keys and the weighted sum of the values.
+    over the keys and the weighted sum of the values. A hidden key is read as zeros, as beyond the ends, so a
+    right-padded sequence scores as the same sequence unpadded, and gets no weight; a row with no visible key
+    gets no weight at all and a zero context.
 
     query (B, d_q), keys (B, N, d_k), values (B, N, d_v), mask (B, N) → context (B, d_v) [, weights (B, N)]."""
 
@@ -137,11 +147,13 @@ class ConvolutionalAttention(nn.Module):
         query, keys = inputs.floats(query, "query"), inputs.floats(keys, "keys", query.device)
         values = inputs.floats(values, "values", query.device)
         validate.pooled_attention(query, keys, values, mask)
+        mask = None if mask is None else inputs.bool_mask(mask, "mask", query.device)
+        query = inputs.finite(query, "query")
+        keys = inputs.finite(inputs.hide(keys, mask), "keys")                  # pads read as zeros, as the ends
+        values = inputs.finite(inputs.hide(values, mask), "values")            # 0 × NaN would still be NaN
         features = self.conv(keys.transpose(1, 2)).transpose(1, 2)              # (B, N, u)
         scores = self.v(torch.tanh(features + self.W_q(query)[:, None])).squeeze(-1)   # (B, N)
-        if mask is not None:
-            scores = scores.masked_fill(~inputs.bool_mask(mask, "mask", query.device), -torch.inf)
-        weights = torch.softmax(scores, dim=-1)
+        weights = masked_softmax(scores[:, None], mask)[:, 0]                   # (B, N), 0 on pads
         context = (weights[..., None] * values).sum(1)                          # (B, d_v)
         return (context, weights) if return_weights else context
 
@@ -182,6 +194,8 @@ class ContextAttention(nn.Module):
     def forward(self, states, mask=None, return_weights: bool = False):
         states = inputs.floats(states, "states")
         validate.sequence_shapes("ContextAttention", states, mask, features=self.hidden)
+        mask = None if mask is None else inputs.bool_mask(mask, "mask", states.device)
+        states = inputs.finite(inputs.hide(states, mask), "states")       # 0 × a pad's NaN would still be NaN
         scores = self.context(torch.tanh(self.W(states)))[..., 0]          # (B, T)
         weights = masked_softmax(scores[:, None], mask)[:, 0]              # (B, T), 0 on pads
         pooled = (weights[..., None] * states).sum(1)                      # (B, H)
@@ -207,8 +221,8 @@ class HierarchicalAttentionNetwork(nn.Module):
     """Yang et al.'s hierarchical attention network: a bidirectional GRU reads each sentence's words and
     ``ContextAttention`` pools them into a sentence vector; a second GRU reads the sentence vectors and a second
     ``ContextAttention`` pools them into the document; a linear layer gives the class scores.
-    ids (B, S, W): W words of each of S sentences, right-padded with 0 (and empty sentences last) → logits (B, classes)
-    [, word weights (B, S, W), sentence weights (B, S)]."""
+    ids (B, S, W): W words of each of S sentences, right-padded with 0 (and empty sentences last; anything else is
+    refused) → logits (B, classes) [, word weights (B, S, W), sentence weights (B, S)]."""
 
     def __init__(self, vocab: int, classes: int, embed: int = 64, hidden: int = 32):
         super().__init__()
@@ -223,6 +237,7 @@ class HierarchicalAttentionNetwork(nn.Module):
         ids = inputs.ids(ids, "ids", self.words.embed, ndim=3)                    # 0 = padding
         b, s, w = ids.shape
         word_mask = ids != 0                                                       # (B, S, W)
+        validate.right_padded_documents(word_mask.cpu().numpy())                  # as the packed GRUs read them
         states = self.words(ids.reshape(b * s, w), word_mask.reshape(b * s, w))  # (B·S, W, 2h)
         vectors, word_weights = self.word_attention(states, word_mask.reshape(b * s, w), return_weights=True)
         sentence_mask = word_mask.any(-1)                                          # (B, S)
@@ -235,8 +250,8 @@ class HierarchicalAttentionNetwork(nn.Module):
 
 class FlatAttentionNetwork(nn.Module):
     """The same word encoder and ``ContextAttention`` over all the document's words at once, with no sentences:
-    the flat model the hierarchy is compared with. ids (B, N) right-padded with 0 → logits (B, classes)
-    [, weights (B, N)]."""
+    the flat model the hierarchy is compared with. ids (B, N) right-padded with 0 (no pad before a word) → logits
+    (B, classes) [, weights (B, N)]."""
 
     def __init__(self, vocab: int, classes: int, embed: int = 64, hidden: int = 32):
         super().__init__()
@@ -248,6 +263,7 @@ class FlatAttentionNetwork(nn.Module):
     def forward(self, ids, return_weights: bool = False):
         ids = inputs.ids(ids, "ids", self.words.embed)
         mask = ids != 0
+        validate.right_padded_documents(mask.cpu().numpy())                       # as the packed GRU reads them
         document, weights = self.word_attention(self.words(ids, mask), mask, return_weights=True)
         logits = self.out(document)
         return (logits, weights) if return_weights else logits
@@ -270,6 +286,8 @@ class MultiSourceAttention(nn.Module):
         keys = inputs.floats(keys, "keys", query.device)
         validate.multi_source(query, keys, mask, len(self.attend))
         mask = None if mask is None else inputs.bool_mask(mask, "mask", query.device)
+        query = inputs.finite(query, "query")
+        keys = inputs.finite(keys if mask is None else keys.masked_fill(~mask[..., None], 0), "keys")   # pads: 0
         contexts, weights = [], []
         for k, attend in enumerate(self.attend):                  # source k: its own score and softmax
             c, w = attend(query, keys[:, k], keys[:, k], None if mask is None else mask[:, k], return_weights=True)
@@ -317,20 +335,26 @@ class CopyGate(nn.Module):
     a_tj, over the extended vocabulary: the V target words, then ``extra`` ids for source words the vocabulary lacks
     (``reference.pointer_generator``). logits (B, T, V), weights (B, T, S), src_ext (B, S) the source words' ids in
     the extended vocabulary, context (B, T, c), state (B, T, s), embedded (B, T, x) → log P (B, T, V + extra)
-    [, p_gen (B, T)]."""
+    [, p_gen (B, T)]. Each row of ``weights`` must be a distribution (it sums to 1), or P would not be one."""
 
     def __init__(self, d_context: int, d_state: int, d_input: int, extra: int):
         super().__init__()
         d_context, d_state, d_input, extra = validate.sizes(d_context=d_context, d_state=d_state, d_input=d_input,
                                                             extra=extra)
-        self.extra = extra
+        self.extra, self.parts = extra, {"d_context": d_context, "d_state": d_state, "d_input": d_input}
         self.w = nn.Linear(d_context + d_state + d_input, 1)
 
     def forward(self, logits, weights, src_ext, context, state, embedded, return_gate: bool = False):
-        logits = inputs.floats(logits, "logits")
+        logits = inputs.finite(inputs.floats(logits, "logits"), "logits")
         weights = inputs.floats(weights, "weights", logits.device)
         src_ext = inputs.tensor(src_ext, "src_ext", logits.device)
+        context, state, embedded = (inputs.floats(x, name, logits.device) for x, name in
+                                    ((context, "context"), (state, "state"), (embedded, "embedded")))
         validate.copy_inputs(logits, weights, src_ext, self.extra)
+        validate.gate_parts(logits, self.parts, context=context, state=state, embedded=embedded)
+        if weights.numel():                                     # each row a distribution over the source
+            sums = weights.sum(-1)
+            validate.copy_weights(*torch.stack([weights.min(), sums.min(), sums.max()]).tolist())
         size = logits.shape[-1] + self.extra
         validate.extended_ids("src_ext", inputs.dtype_name(src_ext), src_ext.shape, size,
                               *torch.stack(torch.aminmax(src_ext)).tolist())
@@ -387,10 +411,12 @@ class MonotonicAttention(nn.Module):
     """Raffel et al.'s monotonic attention (2017). Each output step i scans the keys from where the step before
     stopped and stops at key j with probability p_ij = σ(vᵀ tanh(W q_i + U k_j + b) + r). Training uses the expected
     alignment, α_ij = p_ij Σ_{k ≤ j} α_{i−1,k} Π_{l=k}^{j−1} (1 − p_il), from α_0 on the first key
-    (``reference.monotonic_alignment``), with Gaussian noise of scale ``noise`` added before the sigmoid so that the
-    p_ij learn to be near 0 or 1; ``hard=True`` decodes as the scan does, one key per step or none
-    (``reference.hard_monotonic``). query (B, T, d_q), keys (B, S, d_k), mask (B, S) → context (B, T, d_k)
-    [, weights (B, T, S)]."""
+    (``reference.monotonic_alignment``), computed one output step at a time as α_i = p_i ∘ (L_i α_{i−1}) with
+    L_i[j, k] = Π_{l=k}^{j−1} (1 − p_il): products only, exact when a p_ij is 0 or 1 (Raffel et al.'s parallel form
+    divides by Π (1 − p_il), which underflows once some p_il are near 1). Gaussian noise of scale ``noise`` is added
+    before the sigmoid so that the p_ij learn to be near 0 or 1; ``hard=True`` decodes as the scan does, one key per
+    step or none (``reference.hard_monotonic``). query (B, T, d_q), keys (B, S, d_k), mask (B, S) → context
+    (B, T, d_k) [, weights (B, T, S)]; a hidden key gets no weight and is never read."""
 
     def __init__(self, d_query: int, d_key: int, units: int, noise: float = 1.0, bias: float = -1.0):
         super().__init__()
@@ -407,13 +433,16 @@ class MonotonicAttention(nn.Module):
         if self.training and self.noise:
             energy = energy + self.noise * torch.randn_like(energy)
         p = torch.sigmoid(energy)                                                  # (B, T, S)
-        return p if mask is None else p * mask[:, None]
+        mask = inputs.bool_mask(mask, "mask", p.device)                          # bool, or 0/1 numbers
+        return p if mask is None else p.masked_fill(~mask[:, None], 0)
 
     def forward(self, query, keys, mask=None, hard: bool = False, return_weights: bool = False):
         query = inputs.floats(query, "query")
         keys = inputs.floats(keys, "keys", query.device)
         validate.monotonic_inputs(query, keys, mask)
         mask = None if mask is None else inputs.bool_mask(mask, "mask", query.device)
+        query = inputs.finite(query, "query")
+        keys = inputs.finite(inputs.hide(keys, mask), "keys")          # pads zeroed: 0 × NaN would still be NaN
         p = self.probabilities(query, keys, mask)
         b, t, s = p.shape
         steps = []
@@ -424,11 +453,15 @@ class MonotonicAttention(nn.Module):
                 found, first = stop.any(1), stop.int().argmax(1)
                 steps.append(F.one_hot(first, s).to(p.dtype) * found[:, None])
                 start = torch.where(found, first, torch.full_like(first, s))      # none: the input is used up
-        else:                                                   # the expectation, in Raffel et al.'s parallel form
+        else:                                                   # the expectation: α_i = p_i ∘ (L_i α_{i−1})
+            j = torch.arange(s, device=p.device)
+            passed = j[:, None] > j[None]                       # (S, S): key k comes before key j
             previous = F.one_hot(torch.zeros(b, dtype=torch.long, device=p.device), s).to(p.dtype)
             for i in range(t):
-                kept = torch.cumprod(F.pad(1 - p[:, i, :-1], (1, 0), value=1.0), 1)   # Π_{l<j} (1 − p_il)
-                previous = p[:, i] * kept * torch.cumsum(previous / kept.clamp(1e-10, 1), 1)
+                kept = F.pad(1 - p[:, i, :-1], (1, 0), value=1.0)                  # (B, S): 1 − p_i,j−1
+                # L_i[j, k] = Π_{l=k}^{j−1} (1 − p_il) below the diagonal, 1 on it, 0 above: products only
+                L = torch.cumprod(torch.where(passed, kept[:, :, None], 1.0), 1).masked_fill(passed.T, 0)
+                previous = p[:, i] * (L @ previous[..., None])[..., 0]             # (B, S)
                 steps.append(previous)
         weights = torch.stack(steps, 1)                                            # (B, T, S)
         context = weights @ keys                                                   # (B, T, d_k)

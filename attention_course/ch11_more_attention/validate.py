@@ -3,6 +3,8 @@ re-exports: the chapter's code says ``validate.…`` for all of them."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from attention_course.core.errors import ConfigError, InputError, ShapeError
 from attention_course.core.validate import *  # noqa: F403  (the generic checks)
 from attention_course.core.validate import kind, shape_of
@@ -58,6 +60,27 @@ def some_elements(shortest: int) -> None:
         raise InputError("every row of mask needs at least one True: a list of no elements has nothing to point at")
 
 
+def right_padded_documents(mask) -> None:
+    """Word ids as the classifiers' GRUs read them, from the host mask of their words: (B, S, W), True at words,
+    for documents of S sentences (or (B, N), one row of words per document). In each sentence its words come first,
+    then pads; in each document its sentences with words first, then empty ones (PyTorch's packed GRUs read the
+    first ``length`` steps of a row, Keras' masked ones the unmasked steps: only right-padded ids read alike)."""
+    mask = np.asarray(mask, bool)
+    rows = mask if mask.ndim == 3 else mask[:, None]
+    rule = ("ids must be right-padded with 0: in each sentence its words first, then pads, and in each document its "
+            "sentences with words first, then empty ones")
+    hole = np.argwhere(rows[..., 1:] & ~rows[..., :-1])                  # a word right after a pad
+    if len(hole):
+        d, s = (int(i) for i in hole[0][:2])
+        where = f"document {d}, sentence {s}" if mask.ndim == 3 else f"document {d}"
+        raise InputError(f"{rule}; {where} has a pad before a word")
+    words = rows.any(-1)
+    gap = np.argwhere(words[:, 1:] & ~words[:, :-1])                     # an empty sentence before a full one
+    if len(gap):
+        d, s = (int(i) for i in gap[0])
+        raise InputError(f"{rule}; in document {d}, sentence {s} has no word but a later one has")
+
+
 def multi_source(query, keys, mask, sources: int) -> None:
     """Multi-source attention's inputs: queries (B, T, d_q), the ``sources`` sources' keys stacked (B, K, S, d_k)
     with K = ``sources``, and a mask (B, K, S) of their real positions."""
@@ -88,6 +111,33 @@ def copy_inputs(logits, weights, src_ext, extra: int) -> None:
         raise ShapeError(f"a copy gate takes the vocabulary's logits (B, T, V), the attention weights (B, T, S) and "
                          f"the source's ids in the extended vocabulary (B, S) of V + {extra} words; got logits "
                          f"{lo}, weights {w}, src_ext {ids}")
+
+
+#: How far from 1 a row of the copy gate's attention may sum: float16's rounding of a softmax passes, scores or
+#: weights left unnormalised do not.
+ROW_TOLERANCE = 1e-2
+
+
+def copy_weights(lowest: float, low: float, high: float) -> None:
+    """The attention a copy gate mixes in: for each output step, weights >= 0 over the source positions that sum
+    to 1 (within ``ROW_TOLERANCE``). ``lowest`` is the smallest weight, ``low`` and ``high`` the smallest and
+    largest row sums (NaN fails)."""
+    if not (lowest >= 0 and abs(low - 1) <= ROW_TOLERANCE and abs(high - 1) <= ROW_TOLERANCE):
+        raise InputError(f"weights must be the attention over the source: at each step t, weights >= 0 over the S "
+                         f"source positions that sum to 1 (within {ROW_TOLERANCE:g}), which the gate mixes with the "
+                         f"vocabulary's distribution; got weights from {lowest:.4g} and rows summing to {low:.4g} … "
+                         f"{high:.4g}: pass the attention's softmax, not its scores")
+
+
+def gate_parts(logits, sizes: dict[str, int], **parts) -> None:
+    """The copy gate's inputs to p_gen: ``parts`` (context, state, embedded), each (B, T, d) with the B and T of the
+    logits (B, T, V) and the d of ``sizes`` (the gate's d_context, d_state, d_input)."""
+    lo = shape_of(logits)
+    for (name, part), d in zip(parts.items(), sizes.values(), strict=True):
+        got = shape_of(part)
+        if len(got) != 3 or any(None not in (a, b) and a != b for a, b in zip(got, (*lo[:2], d), strict=True)):
+            raise ShapeError(f"the copy gate's {name} must be (B, T, {d}) for logits {lo}: p_gen reads the "
+                             f"context, the decoder's state and its input at each step; got {name} {got}")
 
 
 def extended_ids(name: str, dtype, shape, size: int, low=None, high=None) -> None:

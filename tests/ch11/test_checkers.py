@@ -120,6 +120,25 @@ def test_monotonic_alignment_passes_the_reference_and_names_mistakes(capsys):
             exercises.monotonic_alignment(wrong, seed=0)
 
 
+@pytest.mark.parametrize("floor", [1e-10, 1e-30, 0.0])
+def test_monotonic_alignment_refuses_the_parallel_form_whose_products_underflow(floor):
+    """Raffel et al.'s parallel form divides by Π_{l<j} (1 − p_il): right for moderate p, wrong once keys already
+    passed have p near 1 (its product, clipped at ``floor`` or not, loses the alignment's mass), in float64 too."""
+    def parallel(p):
+        b, t, s = p.shape
+        previous, alpha = np.eye(s)[np.zeros(b, int)], np.zeros((b, t, s))
+        for i in range(t):
+            kept = np.cumprod(np.pad(1 - p[:, i, :-1], ((0, 0), (1, 0)), constant_values=1.0), 1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                previous = alpha[:, i] = p[:, i] * kept * np.cumsum(previous / np.maximum(kept, floor), 1)
+        return alpha
+
+    moderate = np.random.default_rng(0).uniform(0.05, 0.95, size=(3, 4, 5))
+    np.testing.assert_allclose(parallel(moderate), reference.monotonic_alignment(moderate), atol=1e-9)
+    with pytest.raises(ExerciseError, match="near 1"):
+        exercises.monotonic_alignment(parallel, seed=0)
+
+
 def test_hierarchical_pooling_passes_the_reference_and_names_mistakes(capsys):
     exercises.hierarchical_pooling(lambda *args: reference.hierarchical_pooling(*args)[0])
     assert "✓ hierarchical pooling" in capsys.readouterr().out

@@ -12,7 +12,7 @@ from attention_course.ch11_more_attention import experiment as c11
 from attention_course.ch11_more_attention import keras as ch11_keras
 from attention_course.ch11_more_attention import reference
 from attention_course.ch11_more_attention import torch as ch11_torch
-from attention_course.core.errors import ConfigError, ShapeError
+from attention_course.core.errors import ConfigError, InputError, ShapeError
 from attention_course.core.parity import torch_to_keras
 
 pytestmark = pytest.mark.chapter(11)
@@ -89,3 +89,64 @@ def test_a_window_of_keys_reads_the_token_after_the_marker_and_keys_alone_cannot
     by_width = table.set_index("width")
     assert by_width.loc[3, "accuracy"] > 0.9 and by_width.loc[3, "weight after the marker"] > 0.5, table
     assert by_width.loc[1, "accuracy"] < 0.4, table                                   # 8 words: chance 1 in 8
+
+
+def _twin_layers(width, seed=0):
+    torch.manual_seed(seed)
+    layer = ch11_torch.ConvolutionalAttention(4, 5, 8, width)
+    k_layer = ch11_keras.ConvolutionalAttention(4, 5, 8, width)
+    k_layer(QUERY, KEYS, KEYS, MASK)
+    torch_to_keras(layer, k_layer)
+    weights = (layer.conv.weight.detach().numpy().transpose(2, 1, 0), layer.conv.bias.detach().numpy(),
+               layer.W_q.weight.detach().numpy().T, layer.v.weight.detach().numpy()[0])
+    return layer, k_layer, weights
+
+
+def _run(layer, *args):
+    if isinstance(layer, torch.nn.Module):
+        with torch.no_grad():
+            return [x.numpy() for x in layer(*args, return_weights=True)]
+    return [np.asarray(x) for x in layer(*args, return_weights=True)]
+
+
+@pytest.mark.parametrize("width", [3, 5])
+def test_a_padded_sequence_reads_as_the_same_sequence_unpadded(width):
+    """The window of a real key next to the pads sees zeros there, as beyond the end of the unpadded sequence,
+    whatever the pads hold (huge values, NaN, inf): the pads reach no score, weight or context."""
+    rng = np.random.default_rng(4)
+    real = rng.normal(size=(1, 3, 5)).astype("float32")                      # 3 real keys
+    padded = np.concatenate([real, 1e4 * rng.normal(size=(1, 4, 5)).astype("float32")], 1)
+    padded[0, 5], padded[0, 6, 2] = np.nan, np.inf
+    mask = np.array([[True] * 3 + [False] * 4])
+    query = QUERY[:1]
+    layer, k_layer, weights = _twin_layers(width)
+    want = reference.convolutional_scores(query, real, *weights)
+    np.testing.assert_allclose(reference.convolutional_scores(query, padded, *weights, mask)[:, :3], want,
+                               rtol=1e-6)
+    for twin in (layer, k_layer):
+        alone, alone_weights = _run(twin, query, real, real)
+        context, got = _run(twin, query, padded, padded, mask)
+        assert np.isfinite(context).all() and (got[:, 3:] == 0).all()
+        np.testing.assert_allclose(got[:, :3], alone_weights, rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(context, alone, rtol=1e-5, atol=1e-6)
+
+
+def test_a_row_with_no_visible_key_gets_no_weight_and_a_zero_context():
+    mask = MASK.copy()
+    mask[0] = False
+    layer, k_layer, weights = _twin_layers(3)
+    for twin in (layer, k_layer):
+        context, got = _run(twin, QUERY, KEYS, KEYS, mask)
+        assert (got[0] == 0).all() and (context[0] == 0).all()
+        np.testing.assert_allclose(got[1], _run(twin, QUERY, KEYS, KEYS, MASK)[1][1], rtol=1e-6)
+        np.testing.assert_allclose(got[1].sum(), 1, rtol=1e-6)
+
+
+@pytest.mark.parametrize("fw", [ch11_torch, ch11_keras], ids=["pytorch", "keras"])
+def test_nan_in_a_query_or_a_real_key_or_value_is_a_clear_error(fw):
+    layer = fw.ConvolutionalAttention(4, 5, 8)
+    for name, bad in (("query", 0), ("keys", 1), ("values", 2)):
+        args = [QUERY.copy(), KEYS.copy(), KEYS.copy()]
+        args[bad][(1, 2) if bad == 0 else (0, 3, 1)] = np.nan                 # key 3 of the first example is real
+        with pytest.raises(InputError, match=f"{name} must hold finite numbers"):
+            layer(*args, MASK)

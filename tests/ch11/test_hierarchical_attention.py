@@ -127,3 +127,56 @@ def test_context_attention_is_the_reference(fw):
     want_pooled, want_weights = reference.context_attention(states, mask, W, b, np.asarray(c))
     np.testing.assert_allclose(weights, want_weights, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(pooled, want_pooled, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("where", ["an empty sentence between two", "a pad between two words"])
+def test_documents_that_are_not_right_padded_are_refused_in_both_frameworks(where):
+    """A pad before a word (a hole in a sentence), or an empty sentence before one with words: PyTorch's packed
+    GRUs read the first `length` steps of each row, Keras' the unmasked ones, so the two would read other words;
+    both refuse, naming the document and sentence."""
+    from attention_course.core.errors import InputError
+
+    t, k = _twins("hierarchical")
+    ids, flat = _documents()
+    bad = ids.copy()
+    if where == "an empty sentence between two":
+        bad[1, 1] = 0                                                      # sentences 0, 2 and 3 keep their words
+        match = r"document 1.*sentence 1 has no word but a later one has"
+    else:
+        bad[1, 2, 1] = 0                                                   # words 0, 2 and 3 of sentence 2 stay
+        match = r"document 1, sentence 2.*a pad before a word"
+    for fw, model in ((ac.torch, t), (ac.keras, k)):
+        with pytest.raises(InputError, match=match):
+            backend(fw).run(model, bad)
+    holed = flat.copy()
+    holed[0, 1] = 0
+    ft, fk = _twins("flat")
+    for fw, model in ((ac.torch, ft), (ac.keras, fk)):
+        with pytest.raises(InputError, match=r"document 0.*a pad before a word"):
+            backend(fw).run(model, holed)
+
+
+def test_an_empty_document_pools_to_zeros_in_both_frameworks():
+    t, k = _twins("hierarchical")
+    ids, _ = _documents()
+    ids[2] = 0
+    ours, theirs = (backend(fw).run(m, ids, return_weights=True) for fw, m in ((ac.torch, t), (ac.keras, k)))
+    assert (ours[1][2] == 0).all() and (ours[2][2] == 0).all()
+    for a, b in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("fw", ["torch", "keras"])
+def test_nan_in_a_pad_state_reaches_no_pooled_vector_and_in_a_real_one_is_a_clear_error(fw):
+    from attention_course.core.errors import InputError
+
+    module = getattr(ac, fw)
+    layer = module.ContextAttention(5, 3)
+    states = np.random.default_rng(2).normal(size=(2, 4, 5)).astype("float32")
+    mask = np.array([[True, True, True, False], [True] * 4])
+    clean = backend(module).run(layer, states, mask)
+    states[0, 3] = np.nan
+    np.testing.assert_allclose(backend(module).run(layer, states, mask), clean, rtol=1e-6)
+    states[1, 0, 0] = np.inf
+    with pytest.raises(InputError, match="states must hold finite numbers"):
+        backend(module).run(layer, states, mask)

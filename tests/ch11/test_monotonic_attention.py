@@ -1,7 +1,8 @@
-"""Chapter 11's monotonic attention (Raffel et al. 2017): the layer's expected alignment, in Raffel et al.'s parallel
-form, is the NumPy recurrence and its hard mode the test-time scan, in both frameworks; the spellers agree across
-frameworks; the CMU dictionary is read, checked and split without overlap; bad input is a clear error; a small run
-spells with both attentions, the monotonic one online."""
+"""Chapter 11's monotonic attention (Raffel et al. 2017): the layer's expected alignment (products only, no division)
+is the NumPy recurrence, also when the stopping probabilities saturate, and its hard mode the test-time scan, in both
+frameworks; a NaN at a padded key reaches nothing; the spellers agree across frameworks; the CMU dictionary is read,
+checked and split without overlap; bad input is a clear error; a small run spells with both attentions, the
+monotonic one online."""
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from attention_course.ch11_more_attention import keras as ch11_keras
 from attention_course.ch11_more_attention import reference
 from attention_course.ch11_more_attention import torch as ch11_torch
 from attention_course.core.backend import backend
-from attention_course.core.errors import ChecksumError, ConfigError, ShapeError
+from attention_course.core.errors import ChecksumError, ConfigError, InputError, ShapeError
 from attention_course.core.parity import torch_to_keras
 from attention_course.data import cmu_pronouncing
 
@@ -121,3 +122,76 @@ def test_both_attentions_learn_to_spell_and_the_monotonic_one_reads_as_it_writes
     assert row.loc["monotonic attention", "monotone steps"] == 1.0, table  # by construction
     assert row.loc["monotonic attention", "input read"] < 0.95, table     # it writes before reading everything
     assert row.loc["soft attention", "input read"] == 1.0, table
+
+
+def _saturated(shape, seed):
+    """Stopping probabilities as a trained layer gives them: many within 1e-6 of 1 (some exactly 1), some exactly
+    0, the rest anywhere in between; float32, as the layers compute."""
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0, 1, shape)
+    near = rng.random(shape) < 0.5
+    p[near] = 1 - 10.0 ** -rng.uniform(0, 6, near.sum())
+    p[rng.random(shape) < 0.05] = 1.0
+    p[rng.random(shape) < 0.05] = 0.0
+    return p.astype("float32")
+
+
+def _given(fw, p):
+    """A MonotonicAttention whose stopping probabilities are ``p`` (B, T, S), whatever the query and keys."""
+    class Given(fw.MonotonicAttention):
+        def probabilities(self, query, keys, mask=None, *args):
+            given = backend(fw).as_input(p)
+            return given if mask is None else given * backend(fw).as_input(np.asarray(mask)[:, None].astype("float32"))
+    layer = Given(5, 3, 7)
+    return layer.eval() if fw is ch11_torch else layer
+
+
+@pytest.mark.parametrize("fw", [ch11_torch, ch11_keras], ids=["pytorch", "keras"])
+def test_the_expected_alignment_is_the_recurrence_when_the_stopping_probabilities_saturate(fw):
+    """Keys already passed with p near 1 (the parallel form's cumulative product underflows there and its
+    alignment jumps back to early keys): the layer is the float64 recurrence, padded keys included."""
+    p = _saturated((16, 9, 8), seed=11)
+    mask = np.arange(8)[None] < np.random.default_rng(12).integers(1, 9, size=(16, 1))
+    keys = np.random.default_rng(13).normal(size=(16, 8, 3)).astype("float32")
+    query = np.zeros((16, 9, 5), "float32")
+    context, alpha = backend(fw).run(_given(fw, p), query, keys, mask, return_weights=True)
+    want = reference.monotonic_alignment(p.astype(float) * mask[:, None])
+    assert np.isfinite(alpha).all() and (alpha >= 0).all() and (alpha.sum(-1) <= 1 + 1e-5).all()
+    np.testing.assert_allclose(alpha, want, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(context, want @ keys, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("fw", [ch11_torch, ch11_keras], ids=["pytorch", "keras"])
+def test_a_scan_past_certain_stops_keeps_its_place(fw):
+    """Step 1 stops at key 2 for sure; step 2 would stop anywhere (p = 1 everywhere but its own start): it stays at
+    key 2, and keeps its whole weight there."""
+    p = np.array([[[0.0, 0.0, 1.0, 0.0], [1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 1.0]]], "float32")
+    _, alpha = backend(fw).run(_given(fw, p), np.zeros((1, 3, 5), "float32"), np.ones((1, 4, 3), "float32"),
+                               return_weights=True)
+    np.testing.assert_array_equal(alpha, [[[0, 0, 1, 0], [0, 0, 1, 0], [0, 0, 0, 1]]])
+
+
+@pytest.mark.parametrize("hard", [False, True], ids=["expected", "hard"])
+@pytest.mark.parametrize("fw", [ch11_torch, ch11_keras], ids=["pytorch", "keras"])
+def test_nan_and_inf_at_padded_keys_reach_no_real_position(fw, hard):
+    layer = fw.MonotonicAttention(5, 3, 7, bias=0.0)
+    if fw is ch11_torch:
+        layer.eval()
+    clean = backend(layer).run(layer, QUERY, KEYS, MASK, hard=hard, return_weights=True)
+    dirty_keys = KEYS.copy()
+    dirty_keys[1, 4], dirty_keys[1, 5] = np.nan, np.inf                       # both pads of the second example
+    dirty = backend(layer).run(layer, QUERY, dirty_keys, MASK, hard=hard, return_weights=True)
+    for a, b in zip(clean, dirty, strict=True):
+        assert np.isfinite(b).all()
+        np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("fw", [ch11_torch, ch11_keras], ids=["pytorch", "keras"])
+def test_nan_in_a_query_or_a_real_key_is_a_clear_error(fw):
+    layer = fw.MonotonicAttention(5, 3, 7)
+    bad_query, bad_keys = QUERY.copy(), KEYS.copy()
+    bad_query[0, 1, 2], bad_keys[1, 3, 0] = np.nan, np.inf                  # key 3 of the second example is real
+    with pytest.raises(InputError, match="query must hold finite numbers"):
+        layer(bad_query, KEYS, MASK)
+    with pytest.raises(InputError, match="keys must hold finite numbers"):
+        layer(QUERY, bad_keys, MASK)

@@ -121,3 +121,19 @@ def test_both_sources_write_both_halves_and_one_source_only_its_own():
     assert row.loc["first source only", "first half right"] > 0.8, table
     assert row.loc["first source only", "second half right"] < 0.35, table        # 6 words: chance 1 in 6
     assert row.loc["second source only", "first half right"] < 0.35, table
+
+
+@pytest.mark.parametrize("fw", [ch11_torch, ch11_keras], ids=["pytorch", "keras"])
+def test_nan_at_a_hidden_position_changes_nothing_and_at_a_real_one_is_a_clear_error(fw):
+    layer = fw.MultiSourceAttention(4, 6, 5, sources=2)
+    clean = backend(layer).run(layer, QUERY, KEYS, MASK, return_weights=True)
+    dirty = KEYS.copy()
+    dirty[~MASK] = np.nan
+    for a, b in zip(clean, backend(layer).run(layer, QUERY, dirty, MASK, return_weights=True), strict=True):
+        np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7)
+    real, query = KEYS.copy(), QUERY.copy()
+    real[0, 1, 1, 0], query[1, 2, 3] = np.inf, np.nan
+    with pytest.raises(InputError, match="keys must hold finite numbers"):
+        layer(QUERY, real, MASK)
+    with pytest.raises(InputError, match="query must hold finite numbers"):
+        layer(query, KEYS, MASK)

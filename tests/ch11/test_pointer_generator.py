@@ -113,3 +113,18 @@ def test_the_gate_copies_names_never_seen_and_the_plain_translator_cannot():
     assert row.loc["no copying", "names right"] == 0, table               # no id for a name it never saw
     assert row.loc["pointer-generator", "p_gen at names"] < 0.3 < 0.7 < row.loc["pointer-generator", "p_gen at words"]
     assert row.loc["pointer-generator", "BLEU"] > row.loc["no copying", "BLEU"] + 10, table
+
+
+@pytest.mark.parametrize("fw", [ch11_torch, ch11_keras], ids=["pytorch", "keras"])
+def test_attention_rows_that_are_not_distributions_are_refused(fw):
+    """The copied share is (1 − p_gen) Σ_j a_tj: rows that do not sum to 1 (scores, weights left unnormalised, NaN)
+    would make P sum to anything but 1. Float16 weights, rounded, are accepted."""
+    gate = fw.CopyGate(5, 4, 3, extra=3)
+    for bad, shown in ((WEIGHTS * 5, "5"), (np.exp(LOGITS[..., :4]), ""), (WEIGHTS - 0.1, ""),
+                       (np.where(WEIGHTS > 0.3, np.nan, WEIGHTS), "nan")):
+        with pytest.raises(InputError, match=rf"weights must be the attention over the source.*sum to 1.*{shown}"):
+            gate(LOGITS, bad.astype("float32"), SRC_EXT, *PARTS)
+    half = WEIGHTS.astype("float16")
+    assert not np.allclose(half.astype("float64").sum(-1), 1, rtol=0, atol=1e-6)      # rounded: not exactly 1
+    log_p = backend(gate).run(gate, LOGITS, half.astype("float32"), SRC_EXT, *PARTS)
+    np.testing.assert_allclose(np.exp(log_p).sum(-1), 1, atol=2e-3)

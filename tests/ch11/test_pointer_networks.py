@@ -101,3 +101,56 @@ def test_a_pointer_network_learns_to_sort():
     test = c11.sorting(200, 4, seed=9)
     got = c11.scores(c11.point(model, test), test)
     assert got["steps right"] > 0.7, got                                     # chance: 1 in 4
+
+
+def _pointers():
+    W_1, W_2, v = (np.random.default_rng(8).normal(size=s).astype("float32") for s in ((6, 8), (4, 8), (8,)))
+    layer = ch11_torch.PointerAttention(6, 4, 8)
+    with torch.no_grad():
+        layer.W_1.weight.copy_(torch.as_tensor(W_1.T))
+        layer.W_2.weight.copy_(torch.as_tensor(W_2.T))
+        layer.v.weight.copy_(torch.as_tensor(v[None]))
+    k_layer = ch11_keras.PointerAttention(6, 4, 8)
+    k_layer(ENCODED, DECODED, MASK)
+    torch_to_keras(layer, k_layer)
+    return (layer, k_layer), (W_1, W_2, v)
+
+
+def _point(layer, *args):
+    if isinstance(layer, torch.nn.Module):
+        with torch.no_grad():
+            return layer(*args).numpy()
+    return np.asarray(layer(*args))
+
+
+def test_a_list_with_no_visible_position_points_nowhere():
+    """Its log-probabilities are all −inf (probabilities 0, as a masked softmax's row of zeros), never NaN; the
+    other lists are unchanged."""
+    mask = MASK.copy()
+    mask[0] = False
+    layers, weights = _pointers()
+    want = reference.pointer_log_probs(ENCODED, DECODED, *weights, mask)
+    assert np.isneginf(want[0]).all() and np.allclose(np.exp(want[1]).sum(-1), 1)
+    for layer in layers:
+        got = _point(layer, ENCODED, DECODED, mask)
+        assert np.isneginf(got[0]).all() and not np.isnan(got).any()
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-5)
+
+
+def test_nan_at_a_hidden_position_changes_nothing_and_nan_at_a_real_one_is_a_clear_error():
+    layers, _ = _pointers()
+    dirty = ENCODED.copy()
+    dirty[0, 3:] = np.nan                                                  # the first list's two pads
+    for layer in layers:
+        clean = _point(layer, ENCODED, DECODED, MASK)
+        got = _point(layer, dirty, DECODED, MASK)
+        assert (np.isfinite(got) == np.isfinite(clean)).all()
+        np.testing.assert_allclose(got[np.isfinite(got)], clean[np.isfinite(clean)], rtol=1e-6)
+        real = ENCODED.copy()
+        real[0, 2, 1] = np.inf
+        with pytest.raises(InputError, match="encoded must hold finite numbers"):
+            _point(layer, real, DECODED, MASK)
+        bad_step = DECODED.copy()
+        bad_step[1, 0, 0] = np.nan
+        with pytest.raises(InputError, match="decoded must hold finite numbers"):
+            _point(layer, ENCODED, bad_step, MASK)

@@ -25,10 +25,10 @@ def nan_behind_the_mask(value):
     def run(fw):
         layer = mha(fw)
         x = rand(B, T, D)
-        clean = to_numpy(call(fw, layer, to_input(fw, x), mask=to_input(fw, PADS)))
+        clean = to_numpy(call(fw, layer, to_input(fw, x), padding_mask=to_input(fw, PADS)))
         dirty = x.copy()
         dirty[0, 3] = value
-        out = to_numpy(call(fw, layer, to_input(fw, dirty), mask=to_input(fw, PADS)))
+        out = to_numpy(call(fw, layer, to_input(fw, dirty), padding_mask=to_input(fw, PADS)))
         np.testing.assert_allclose(out[0, :3], clean[0, :3], rtol=1e-5, atol=1e-6,
                                    err_msg="a hidden pad changed the real positions")
         np.testing.assert_allclose(out[1], clean[1], rtol=1e-5, atol=1e-6)
@@ -43,11 +43,25 @@ def causal_mask_with_batch_t(fw):
                                to_numpy(call(fw, layer, x, causal=True)), rtol=1e-5, atol=1e-6)
 
 
-def mha_call(mask=None, x_shape=(B, T, D), **kwargs):
+def mha_call(mask=None, x_shape=(B, T, D), padding_mask=None, **kwargs):
     def run(fw):
-        return call(fw, mha(fw), to_input(fw, rand(*x_shape)),
-                    mask=None if mask is None else to_input(fw, mask), **kwargs)
+        masks = {name: to_input(fw, m) for name, m in (("mask", mask), ("padding_mask", padding_mask))
+                 if m is not None}
+        return call(fw, mha(fw), to_input(fw, rand(*x_shape)), **masks, **kwargs)
     return run
+
+
+def padding_with_a_batch_of_t(fw):
+    """With B = T, a (B, T) padding mask hides each example's own pads, and a (T, T) mask as mask= is refused."""
+    pads = np.tril(np.ones((T, T), bool))[::-1].copy()                 # example b keeps its first T - b keys
+    layer = mha(fw)
+    x = rand(T, T, D)
+    out = to_numpy(call(fw, layer, to_input(fw, x), padding_mask=to_input(fw, pads)))
+    for b in range(T):
+        real = int(pads[b].sum())
+        alone = to_numpy(call(fw, layer, to_input(fw, x[b:b + 1, :real])))
+        np.testing.assert_allclose(out[b, :real], alone[0], rtol=1e-5, atol=1e-6,
+                                   err_msg=f"example {b} saw a pad")
 
 
 def sdpa(q_shape, k_shape, v_shape, mask=None):
@@ -69,7 +83,8 @@ def cache_with_a_stale_mask(fw):
     layer = fw.CachedMultiHeadAttention(D, H)
     cache = fw.KVCache()
     call(fw, layer, to_input(fw, rand(B, 2, D)), cache=cache)
-    return call(fw, layer, to_input(fw, rand(B, 1, D)), mask=to_input(fw, np.ones((B, 1), bool)), cache=cache)
+    return call(fw, layer, to_input(fw, rand(B, 1, D)), padding_mask=to_input(fw, np.ones((B, 1), bool)),
+                cache=cache)
 
 
 def cache_matches_recomputing(fw):
@@ -152,9 +167,13 @@ PROBES = [
     bad("mha", "rotary with an odd head size", lambda fw: fw.MultiHeadAttention(6, 2, rotary=True)),
     bad("mha", "input narrower than d_model", mha_call(x_shape=(B, T, D - 2))),
     bad("mha", "2-D input (no batch)", mha_call(x_shape=(T, D))),
-    bad("mha", "mask (B, T+1)", mha_call(mask=np.ones((B, T + 1), bool))),
+    bad("mha", "padding_mask (B, T+1)", mha_call(padding_mask=np.ones((B, T + 1), bool))),
     bad("mha", "mask (T, T) for a batch of 2", mha_call(mask=np.ones((T, T), bool))),
-    bad("mha", "additive mask (0 / -inf)", mha_call(mask=np.where(PADS, 0.0, -np.inf).astype("float32"))),
+    bad("mha", "mask (T, T) for a batch of T", mha_call(mask=np.ones((T, T), bool), x_shape=(T, T, D))),
+    bad("mha", "padding_mask (T, T) with a batch of 2", mha_call(padding_mask=np.ones((T, T), bool))),
+    Probe("mha", "padding_mask with a batch of T hides each example's pads", padding_with_a_batch_of_t),
+    bad("mha", "additive padding mask (0 / -inf)",
+        mha_call(padding_mask=np.where(PADS, 0.0, -np.inf).astype("float32"))),
     bad("mha", "mask of 4-D shape", mha_call(mask=np.ones((B, 1, T, T), bool))),
     bad("sdpa", "keys and values of different lengths", sdpa((B, H, T, 4), (B, H, T, 4), (B, H, T + 1, 4))),
     bad("sdpa", "query and key widths differ", sdpa((B, H, T, 4), (B, H, T, 3), (B, H, T, 4))),
