@@ -6,7 +6,9 @@
 From its ``quick_profile`` rows (both frameworks on the 2-core CPU), ``one_cpu`` rows (one framework on one CPU,
 Binder's share) and ``chapter_times`` (reading time, the full profile and a free Colab T4, each saying whether it
 was measured or estimated), it writes: the "**Time**" paragraph of each chapter's "Chapter at a glance" box, the
-chapter's notebook metadata (``course.time``), the introduction's table and the README's.
+chapter's notebook metadata (``course.time``), the introduction's table and the README's. A chapter's ``full_page``
+and ``t4_page``, where it has them, are what its page says instead of ``full`` and ``t4``: the same times without
+the machine's name or the command (the measurements appendix keeps those).
 """
 
 from __future__ import annotations
@@ -73,7 +75,8 @@ def paragraph(t: dict) -> str:
     return (f"**Time** reading {t['reading_min']} min · quick profile, per framework: about {t['quick_min']} min on "
             f"a 2-core CPU; on Binder's one CPU {b['pytorch']} min with PyTorch and {b['keras']} min with Keras, "
             f"peaking at {p['pytorch']:,} and {p['keras']:,} MB{_within(t['binder_limit'])} (measured) · full "
-            f"profile: {t['full']} · on a free Colab GPU (T4): {t['t4']}. The measurements appendix has every number.")
+            f"profile: {t.get('full_page', t['full'])} · on a free Colab GPU: {t.get('t4_page', t['t4'])}. "
+            f"The measurements appendix has every number.")
 
 
 def _notebook_texts(times: dict[str, dict]) -> dict[Path, str]:

@@ -16,7 +16,8 @@
    jupyter-book's own cache.
 4. Exercises are numbered per chapter, "Exercise 2.3" (chapter 2, third exercise), not 1 … 16 across the book;
    the chapter number is the one in the chapter's folder name (``book/02-…``), so an edition with some of the
-   chapters keeps their numbers.
+   chapters keeps their numbers. A chapter of several pages counts on from one page to the next (page 3.2's first
+   exercise is 3.4 when page 3 has three), so that no number is used twice in the book.
 5. Code cells that start with ``%%keras`` or ``%%pytorch`` are highlighted as Python (IPython's lexer shows the
    body of an unknown cell magic as plain text).
 6. An exercise's solution is shown without its grading markers (``### BEGIN SOLUTION`` / ``### END SOLUTION``):
@@ -124,16 +125,40 @@ def _use_notebook_cache(app, config) -> None:
     config.nb_execution_cache_path = str(cache_dir())
 
 
+def _toc_order(env) -> dict[str, int]:
+    """Each document's place in the book, as a reader meets it: the table of contents walked from the root."""
+    order: dict[str, int] = {}
+
+    def walk(docname: str) -> None:
+        if docname in order:
+            return
+        order[docname] = len(order)
+        for child in env.toctree_includes.get(docname, []):
+            walk(child)
+
+    walk(env.config.root_doc)
+    return order
+
+
 def _number_exercises_per_chapter(app, env) -> list[str]:
+    """Exercise N.i: N the chapter of the page's folder, i counted over the chapter's pages in the order of the table
+    of contents, so that a chapter of several pages (3 and 3.2) numbers its exercises 3.1 … 3.6, not 3.1 … 3.3
+    twice."""
     changed = []
-    for docname, numbers in env.toc_fignumbers.items():
-        exercises = numbers.get("exercise")
+    place = _toc_order(env)
+    pages = [(docname, numbers) for docname, numbers in env.toc_fignumbers.items() if numbers.get("exercise")]
+    pages.sort(key=lambda page: place.get(page[0], len(place)))     # a stable sort: Sphinx's order among the rest
+    counted: dict[str, int] = {}                                     # chapter folder → exercises numbered so far
+    for docname, numbers in pages:
+        exercises = numbers["exercise"]
         folder = docname.split("/")[-2] if "/" in docname else ""
-        if not exercises or not folder[:2].isdigit():
+        if not folder[:2].isdigit():
             continue
         chapter = int(folder[:2])
         ordered = sorted(exercises, key=lambda node_id: exercises[node_id])
-        renumbered = {node_id: (chapter, i) for i, node_id in enumerate(ordered, start=1)}
+        start = counted.get(folder, 0)
+        renumbered = {node_id: (chapter, start + i) for i, node_id in enumerate(ordered, start=1)}
+        counted[folder] = start + len(ordered)
         if renumbered != exercises:
             numbers["exercise"] = renumbered
             changed.append(docname)

@@ -44,7 +44,8 @@ def attention_playground(keys=None, tokens: Sequence[str] | None = None, *, titl
         .encode(
             x=alt.X("key:N", sort=alt.EncodingSortField("order"), title="key"),
             y=alt.Y("weight:Q", scale=alt.Scale(domain=[0, 1]), title="attention weight"),
-            tooltip=["key", alt.Tooltip("kx:Q", title="key x"), alt.Tooltip("ky:Q", title="key y"),
+            tooltip=["key", alt.Tooltip("kx:Q", title="key x", format=".2f"),
+                     alt.Tooltip("ky:Q", title="key y", format=".2f"),
                      alt.Tooltip("score:Q", format=".2f"), alt.Tooltip("weight:Q", format=".3f")],
         )
         .properties(title=title, width=300, height=200,

@@ -96,7 +96,8 @@ def gumbel_samples(data, *, title: str = "Gumbel-softmax samples", description: 
             x=alt.X("position:O", title="position"),
             y=alt.Y("row:N", sort=rows, title=None),
             color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title="weight"),
-            tooltip=["row", "position", alt.Tooltip("weight:Q", format=".3f"), "tau"],
+            tooltip=["row", "position", alt.Tooltip("weight:Q", format=".3f"),
+                     alt.Tooltip("tau:Q", format=".2~g", title="τ")],
         ).add_params(pick).transform_filter(alt.datum.tau == pick)
         .properties(title=title, width=alt.Step(40), height=alt.Step(22),
                     description=description or f"{title}: one row per sample, one column per position")

@@ -358,7 +358,7 @@ class PointerTrainer:
                         loss = loss + entropy * ops.mean(ops.sum(pi * ops.log(pi + 1e-12), axis=-1))
             grads = tape.gradient(loss, model.trainable_variables)
             # embeddings get sparse gradients (IndexedSlices) with repeated rows; Keras' Adam would square the
-            # slices one by one instead of their sum, so make them dense: then the update is exactly Adam's
+            # slices one by one instead of their sum, so we turn them dense: then the update is exactly Adam's
             grads = [tf.convert_to_tensor(g) for g in grads]
             optimizer.apply(grads, model.trainable_variables)
             hits = ops.sum(ops.cast(ops.equal(ops.cast(ops.argmax(logits, -1), yb.dtype), yb), "int32"))

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from attention_course.viz.charts import tooltips
+
 __all__ = ["token_layout", "token_highlight", "score_dots", "seed_spread"]
 
 CHAR_PX, GAP_PX, LINE_PX = 7.2, 8.0, 26   # a rough width of one character at font size 12, word gap, line height
@@ -92,7 +94,7 @@ def score_dots(data, *, x: str, y: str, color: str, title: str, description: str
         y=alt.Y(f"{y}:N", sort=None, title=None),
         color=alt.Color(f"{color}:N", title=color),
         opacity=alt.condition(pick, alt.value(0.95), alt.value(0.15)),
-        tooltip=list(data.columns),
+        tooltip=tooltips(data),
     )
     if shape:
         enc["shape"] = alt.Shape(f"{shape}:N", title=shape)
@@ -112,7 +114,7 @@ def seed_spread(data, *, x: str, y: str, title: str, description: str, x_title: 
     yy = alt.Y(f"{y}:N", title=None, sort=None)
     dots = base.mark_circle(size=60, opacity=0.75).encode(
         x=alt.X(f"{x}:Q", title=axis_title, scale=alt.Scale(zero=False), axis=alt.Axis(tickCount=8)), y=yy,
-        color=alt.Color(f"{color or y}:N", legend=None), tooltip=list(data.columns))
+        color=alt.Color(f"{color or y}:N", legend=None), tooltip=tooltips(data))
     spread = base.mark_errorbar(extent="stdev", thickness=2, color="gray").encode(
         x=alt.X(f"{x}:Q", title=axis_title), y=yy)
     mean = base.mark_tick(thickness=3, size=22, color="black").encode(
@@ -122,5 +124,5 @@ def seed_spread(data, *, x: str, y: str, title: str, description: str, x_title: 
     layers = [spread, dots, mean]
     if reference is not None:
         layers.append(alt.Chart(reference).mark_point(shape="diamond", size=140, color="crimson", filled=True)
-                      .encode(x=alt.X(f"{x}:Q", title=axis_title), y=yy, tooltip=list(reference.columns)))
+                      .encode(x=alt.X(f"{x}:Q", title=axis_title), y=yy, tooltip=tooltips(reference)))
     return alt.layer(*layers).properties(title=title, width=420, description=description)

@@ -343,10 +343,9 @@ class SentimentClassifier(Model):
         x = inputs.ids(x, "x", self.embed)                          # (B, T) ids in [0, vocab)
         states = self.rnn(self.embed(x))                              # (B, T, H)
         weights = None
-        if self.pooling == "last":
+        if self.pool is None:                                         # pooling "last": the last state
             summary = states[:, -1]                                   # (B, H)
-        else:
-            assert self.pool is not None                              # pooling is "attention" or "attention_gru"
+        else:                                                         # pooling "attention" or "attention_gru"
             summary, weights = self.pool(states, mask=mask, return_weights=True)
             if self.agru is not None:
                 summary = self.agru(states, weights)                  # the weights act as update gates

@@ -5,6 +5,8 @@ Every chart takes a ``description``: it becomes the chart's alt text (``aria-lab
 
 from __future__ import annotations
 
+from attention_course.viz.charts import tooltips
+
 __all__ = ["scaling_chart", "cost_chart", "score_comparison"]
 
 
@@ -55,7 +57,7 @@ def cost_chart(data, *, title: str, description: str, x: str = "length", y: str 
         color=alt.Color(f"{color}:N", title=color),
         strokeDash=alt.StrokeDash(f"{dash}:N", title=dash),
         opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
-        tooltip=[c for c in data.columns],
+        tooltip=tooltips(data),
     ).add_params(pick)
     rule = alt.Chart(pd.DataFrame({y: [1.0]})).mark_rule(strokeDash=[4, 4], color="gray").encode(y=f"{y}:Q")
     return (lines + rule).properties(title=title, width=420, height=260, description=description)
@@ -76,7 +78,7 @@ def score_comparison(data, *, title: str, description: str, x: str = "score", y:
         x=alt.X(f"{x}:N", sort=order, title=x, axis=alt.Axis(labelAngle=0)),
         xOffset=alt.XOffset(f"{color}:N"),
         color=alt.Color(f"{color}:N", title=color),
-        tooltip=[c for c in data.columns if c not in ("low", "high")],
+        tooltip=tooltips(data, [c for c in data.columns if c not in ("low", "high")]),
     )
     layers = [base.mark_rule().encode(y=alt.Y("low:Q", title=y_title or y), y2="high:Q"),
               base.mark_point(filled=True, size=70).encode(y=f"{y}:Q")]

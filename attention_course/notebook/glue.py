@@ -4,6 +4,7 @@ quotes with ``{glue:text}`name:.2f```, and shows it in the notebook (``ac.glue``
 from __future__ import annotations
 
 import os
+from ast import literal_eval
 
 
 def glue(name: str, value, fmt: str = "{}") -> None:
@@ -59,7 +60,13 @@ class _Integer(_Formatted, int):
 
 
 class _Number(_Formatted, float):
-    """A float glued with its format: its text/plain form is the formatted text."""
+    """A float glued with its format: its text/plain form is the formatted text, quoted where ``{glue:text}``, which
+    reads it back as a Python literal, would read something else: "1,666" (``"{:,.0f}"``) is the tuple (1, 666),
+    "+1.5" the number 1.5 and "0.50" the number 0.5."""
 
     def __repr__(self) -> str:
-        return self.text
+        try:
+            same = str(literal_eval(self.text)) == self.text
+        except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+            same = True                                     # not a literal ("12 %"): myst-nb shows it as it is
+        return self.text if same else repr(self.text)

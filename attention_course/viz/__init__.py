@@ -12,7 +12,7 @@ from attention_course.core.facade import lazy
 _CH = "attention_course.ch{:02d}_{}.charts".format
 _NAMES = {
     "enable_renderer": f"{__name__}.renderer",
-    **dict.fromkeys(["attention_heatmap", "lines"], f"{__name__}.charts"),
+    **dict.fromkeys(["attention_heatmap", "lines", "tooltips"], f"{__name__}.charts"),
     "attention_playground": _CH(1, "sequence_models"),
     **dict.fromkeys(["distribution_over_training", "gumbel_samples", "local_window", "timing"],
                     _CH(2, "soft_hard_attention")),

@@ -16,6 +16,26 @@ def _alt():
     return alt
 
 
+def tooltips(data, columns: Sequence[str] | None = None) -> list:
+    """Tooltip entries for ``columns`` of ``data`` (every column by default), as a reader wants them: a column of
+    fractions with three significant digits ("0.990", not "0.989565217391"; whole numbers from 1,000 up, "12,346"),
+    whole numbers and text as they are."""
+    alt = _alt()
+    import pandas as pd
+
+    out = []
+    for column in data.columns if columns is None else columns:
+        values = pd.to_numeric(data[column], errors="coerce") if data[column].dtype == object else data[column]
+        numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
+        finite = values[np.isfinite(values)] if numeric else values.iloc[:0]
+        if numeric and data[column].dtype != object and len(finite) and not (finite % 1 == 0).all():
+            big = float(np.abs(finite).max()) >= 1000
+            out.append(alt.Tooltip(f"{column}:Q", format=",.0f" if big else ".3~g"))
+        else:
+            out.append(column)
+    return out
+
+
 def _labels(tokens: Sequence) -> list[str]:
     # unique, ordered labels: position and token ("03 · 7")
     return [f"{i:02d} · {t}" for i, t in enumerate(tokens)]
@@ -81,7 +101,7 @@ def lines(data, *, x: str, y: str, color: str, title: str, description: str | No
                 scale=alt.Scale(domain=list(y_domain)) if y_domain else alt.Undefined),
         color=alt.Color(f"{color}:N", title=color),
         opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
-        tooltip=[c for c in data.columns],
+        tooltip=tooltips(data),
     )
     if dash:
         enc["strokeDash"] = alt.StrokeDash(f"{dash}:N", title=dash)

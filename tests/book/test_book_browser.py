@@ -566,15 +566,26 @@ def test_nothing_overflows_its_column(audit):
 
 
 def test_exercises_are_numbered_per_chapter(audit):
-    problems = []
+    """Exercise N.i, N the chapter, i counting on over the chapter's pages (page 3.2 goes on from page 3's last)."""
+    problems, chapters = [], {}
     for r in audit.values():
         found = re.search(r"/(\d\d)-[^/]+/[^/]+\.html$", r.url)
         numbers = r.reading.get("exercises", [])
-        if found is None:
+        if found is None or not numbers:
             continue
-        expected = [f"Exercise {int(found.group(1))}.{i}" for i in range(1, len(numbers) + 1)]
+        chapter = int(found.group(1))
+        first = re.fullmatch(rf"Exercise {chapter}\.(\d+)", numbers[0])
+        start = int(first.group(1)) if first else 1
+        expected = [f"Exercise {chapter}.{i}" for i in range(start, start + len(numbers))]
         if numbers != expected:
             problems.append(f"{r.url}: {numbers} (expected {expected})")
+        chapters.setdefault(chapter, []).append((start, len(numbers), r.url))
+    for chapter, pages in chapters.items():      # the chapter's pages together: 1 … k, each number once
+        pages.sort()
+        starts = [1 + sum(n for _, n, _ in pages[:k]) for k in range(len(pages))]
+        if [start for start, _, _ in pages] != starts:
+            problems.append(f"chapter {chapter}: its pages start at {[(url, s) for s, _, url in pages]}, "
+                            f"expected {starts}")
     _fail_on(problems, "exercise numbers")
 
 
@@ -687,3 +698,205 @@ def test_a_chapter_page_weighs_under_its_budget(audit):
              + ", ".join(f"{path.rsplit('/', 1)[-1]} {size / 1e6:.2f}" for path, size in largest(r))
              for rel, r in chapters.items() if r.weight_mb > CHAPTER_PAGE_MB]
     _fail_on(heavy, f"chapter pages over {CHAPTER_PAGE_MB} MB (compressed, as a web host serves them)")
+
+
+# --------------------------------------------------------------------------------------------
+# What a learner reads: every chapter page's visible text, in both tabs, against tests/book/page_rules.py
+# --------------------------------------------------------------------------------------------
+
+VISIBLE = r"""() => {
+  const article = document.querySelector('article.bd-article') || document.body;
+  const shown = el => el.getClientRects().length > 0;
+  // provenance lives in a dropdown titled "About these numbers": machines and commands are at home there
+  const provenance = el => {
+    for (let a = el; a && a !== article; a = a.parentElement) {
+      if (a.matches('details, .dropdown, .toggle-details')) {
+        const title = a.querySelector('summary, .admonition-title');
+        if (title && /about these numbers/i.test(title.textContent)) return true;
+      }
+    }
+    return false;
+  };
+  const read = (selector, skip) => Array.from(article.querySelectorAll(selector))
+    .filter(el => shown(el) && !(skip && el.closest(skip)) && !provenance(el))
+    .map(el => (el.innerText || '').trim()).filter(Boolean);
+  const notProse = '.cell_output, .cell_input, pre, mjx-container, .course-vega, .vega-embed, script, style';
+  return {
+    prose: read('p, li, dd, dt, th, td, caption, figcaption, .admonition-title', notProse),
+    cells: read('.cell_output table td, .cell_output table th'),
+    outputs: read('.cell_output pre'),
+    code: read('.cell_input pre'),
+    headings: read('h1, h2, h3, h4', notProse).map(h => h.replace(/[#¶]\s*$/, '').trim()),
+    exercises: Array.from(article.querySelectorAll('.exercise .caption-number'), el => el.textContent.trim()),
+  };
+}"""
+
+# at a phone's width: what is wider than the column and does not scroll inside a box of its own, and chart text
+# drawn under 10 px
+NARROW = r"""() => {
+  const article = document.querySelector('article.bd-article') || document.body;
+  const column = article.getBoundingClientRect();
+  const scrolls = el => {
+    for (let a = el; a && a !== article; a = a.parentElement) {
+      const s = getComputedStyle(a).overflowX;
+      if ((s === 'auto' || s === 'scroll') && a.clientWidth <= article.clientWidth + 1) return true;
+    }
+    return false;
+  };
+  const wide = el => el.getBoundingClientRect().right > column.right + 1 || el.scrollWidth > el.clientWidth + 1;
+  const out = {wide: [], small: []};
+  const things = 'table, .course-vega svg, .course-vega canvas, mjx-container[display="true"]';
+  for (const el of article.querySelectorAll(things)) {
+    if (el.getClientRects().length && wide(el) && !scrolls(el)) {
+      const chart = el.closest('.course-vega');
+      const label = chart ? chart.getAttribute('aria-label') || '' : el.innerText || el.textContent || '';
+      out.wide.push(el.tagName.toLowerCase() + ': ' + label.slice(0, 60));
+    }
+  }
+  for (const t of article.querySelectorAll('.course-vega svg text')) {
+    if (!t.getClientRects().length || !(t.textContent || '').trim()) continue;
+    const matrix = t.getScreenCTM();
+    const px = parseFloat(getComputedStyle(t).fontSize) * (matrix ? Math.hypot(matrix.a, matrix.b) : 1);
+    if (px < 10) out.small.push(`${(t.textContent || '').slice(0, 30)} (${px.toFixed(1)} px)`);
+  }
+  return out;
+}"""
+
+CHAPTER_PAGE = re.compile(r"(?:^|/)\d\d-[^/]+/[^/]+\.html$")
+
+
+def _chart_specs(path: Path) -> list[dict]:
+    """The Vega-Lite specs a built page draws (the ``var spec = …;`` of each chart's script)."""
+    import json
+
+    specs, decoder = [], json.JSONDecoder()
+    html = path.read_text(encoding="utf-8", errors="replace")
+    for m in re.finditer(r"var spec = ", html):
+        try:
+            specs.append(decoder.raw_decode(html, m.end())[0])
+        except ValueError:
+            continue
+    return specs
+
+
+def read_pages(browser, server, book_dir: Path, pages: list[str], width: int) -> dict[tuple[str, str], dict]:
+    """(page, framework) → what a reader sees there: the VISIBLE text at ``width`` px and the NARROW layout."""
+    seen = {}
+    for framework in ("keras", "pytorch"):
+        context = Offline(browser, width=width, height=900)
+        context.context.add_init_script(f"localStorage.setItem({STORAGE_KEY!r}, {framework!r})")
+        try:
+            page = context.context.new_page()
+            for rel in pages:
+                page.goto(server + rel, wait_until="load")
+                _wait(page, CHARTS_SETTLED)
+                seen[rel, framework] = {"visible": page.evaluate(VISIBLE), "narrow": page.evaluate(NARROW)}
+        finally:
+            context.close()
+    return seen
+
+
+@pytest.fixture(scope="module")
+def chapter_pages(pages) -> list[str]:
+    found = [rel for rel in pages if CHAPTER_PAGE.search(rel)]
+    assert found, "no chapter pages were read"
+    return found
+
+
+@pytest.fixture(scope="module")
+def read_at_1280(browser, server, book_dir, chapter_pages):
+    return read_pages(browser, server, book_dir, chapter_pages, 1280)
+
+
+def visible(book_dir: Path, rel: str, seen: dict):
+    from page_rules import Visible, tooltip_formats
+
+    tips = [f for spec in _chart_specs(book_dir / rel) for f in tooltip_formats(spec)]
+    return Visible(**seen["visible"], tooltips=tips)
+
+
+# The pages rewritten in the learner's voice of the design's PAGES.md so far: each is held to every rule below, and a
+# page joins the list when it passes them all (the others still print machine names, commands or test talk).
+PAGES_IN_THE_LEARNERS_VOICE = (
+    "01-sequence-models/sequence-models.html",
+    "02-soft-hard-attention/soft-hard-attention.html",
+    "03-timestep-feature-attention/timestep-feature-attention.html",
+    "03-timestep-feature-attention/attention-pooling.html",
+    "04-score-functions/score-functions.html",
+    "05-neural-machine-translation/neural-machine-translation.html",
+    "06-image-captioning/image-captioning.html",
+    "09-bert/bert.html",
+)
+
+
+def test_the_pages_held_to_the_rules_are_in_the_book(chapter_pages):
+    missing = [page for page in PAGES_IN_THE_LEARNERS_VOICE if page not in chapter_pages]
+    assert not missing, f"pages listed in PAGES_IN_THE_LEARNERS_VOICE but not built: {missing}"
+
+
+@pytest.mark.parametrize("framework", ["keras", "pytorch"])
+def test_every_chapter_page_reads_as_a_course(read_at_1280, book_dir, chapter_pages, framework):
+    """No number printed as a tuple, no NaN in a table, no float longer than 4 significant digits (prose, tables,
+    tooltips), no machine names, commands, paths or test talk outside "About these numbers", no Python repr, an
+    "Exercises" heading wherever there are exercises (``tests/book/page_rules.py``), in the tab shown, on the pages
+    rewritten for learners so far (``PAGES_IN_THE_LEARNERS_VOICE``)."""
+    from page_rules import page_findings
+
+    problems = [f"{rel}: {rule}: {sorted(set(found))[:4]}" for rel in chapter_pages
+                if rel in PAGES_IN_THE_LEARNERS_VOICE
+                for rule, found in page_findings(visible(book_dir, rel, read_at_1280[rel, framework])).items()]
+    _fail_on(problems, f"what a learner reads, {framework} tab")
+
+
+def test_no_exercise_number_is_used_twice_in_the_book(read_at_1280, book_dir, chapter_pages):
+    from page_rules import repeated_exercise_numbers
+
+    _fail_on(repeated_exercise_numbers({rel: visible(book_dir, rel, read_at_1280[rel, "pytorch"])
+                                        for rel in chapter_pages}), "exercise numbers used twice")
+
+
+@pytest.mark.parametrize("framework", ["keras", "pytorch"])
+def test_on_a_phone_wide_things_scroll_in_a_box_and_chart_text_stays_legible(browser, server, book_dir,
+                                                                              chapter_pages, framework):
+    seen = read_pages(browser, server, book_dir, chapter_pages, 390)
+    problems = [f"{rel}: {what} wider than the column, with no scroll box: {item}"
+                for (rel, fw), got in seen.items() if fw == framework for what in ("wide",)
+                for item in got["narrow"]["wide"]]
+    problems += [f"{rel}: chart text under 10 px: {got['narrow']['small'][:3]}"
+                 for (rel, fw), got in seen.items() if fw == framework and got["narrow"]["small"]]
+    _fail_on(problems, f"at 390 px, {framework} tab")
+
+
+BROKEN_PAGE = """<!doctype html><html><body><main><article class="bd-article" style="width:360px">
+<p>raised it (1, 666) times</p>
+<div class="cell_output"><table><tr><td>NaN</td><td>0.989565217391</td></tr></table>
+<pre>AMD EPYC, 1 thread(s), GPU: False</pre></div>
+<table id="wide"><tr>""" + "".join(f"<td>column {i} of many</td>" for i in range(17)) + """</tr></table>
+<div style="overflow-x:auto;width:360px"><table><tr>""" + "".join(f"<td>fine {i} scrolls</td>" for i in range(17)) + """
+</tr></table></div>
+<div class="course-vega" aria-label="a chart with tiny labels"><svg width="300" height="100" viewBox="0 0 600 200">
+<text x="10" y="50" style="font-size:11px">halved to 5.5 px</text>
+<text x="10" y="150" style="font-size:24px">12 px, legible</text></svg></div>
+<div class="exercise"><span class="caption-number">Exercise 7.1 </span></div>
+<details><summary>About these numbers</summary><p>Measured on an AMD EPYC with tools/bench.py</p></details>
+</article></main></body></html>"""
+
+
+def test_the_page_rules_catch_a_page_built_to_break_them_in_a_browser(browser):
+    """VISIBLE and NARROW, on a page that breaks each rule once (and keeps provenance in its dropdown)."""
+    from page_rules import Visible, page_findings
+
+    context = Offline(browser, width=390, height=844)
+    try:
+        page = context.context.new_page()
+        page.set_content(BROKEN_PAGE)
+        found = page_findings(Visible(**page.evaluate(VISIBLE)))
+        narrow = page.evaluate(NARROW)
+    finally:
+        context.close()
+    assert set(found) == {"a number printed as a tuple", "NaN where a value does not exist",
+                          "a float with more than 4 significant digits", "machine names, commands, paths or test talk",
+                          "exercises without an 'Exercises' heading"}, found
+    assert found["machine names, commands, paths or test talk"] == ["AMD EPYC, 1 thread(s), GPU: False"], found
+    assert len(narrow["wide"]) == 1 and narrow["wide"][0].startswith("table"), narrow
+    assert [s.split(" (")[0] for s in narrow["small"]] == ["halved to 5.5 px"], narrow

@@ -3,7 +3,7 @@ same test split and epochs, and the summary is one row per tagger."""
 
 import pytest
 
-from attention_course.ch03_timestep_feature_attention import committed
+from attention_course.ch03_timestep_feature_attention import full_runs
 from attention_course.core.errors import InputError
 
 pytestmark = pytest.mark.chapter(3)
@@ -24,7 +24,7 @@ def _results(models, padding=PADDING, epochs=5):
 def test_a_later_run_adds_its_taggers_to_the_first_runs():
     first = _results({"baseline": _tagger(0.8, 0.78), "feature · softmax": _tagger(0.7, 0.66)})
     later = _results({"talk's model 1 · softmax": _tagger(0.79, 0.77)})
-    models = committed.ner_models(first, later)
+    models = full_runs.ner_models(first, later)
     assert list(models) == ["baseline", "feature · softmax", "talk's model 1 · softmax"]
     assert list(first["ner"]["models"]) == ["baseline", "feature · softmax"]          # the first run is unchanged
 
@@ -33,16 +33,16 @@ def test_a_later_run_adds_its_taggers_to_the_first_runs():
 def test_a_later_run_on_another_split_or_epochs_is_refused(change):
     first = _results({"baseline": _tagger(0.8, 0.78)})
     with pytest.raises(InputError, match="share the test split and epochs"):
-        committed.ner_models(first, _results({"timestep · linear": _tagger(0.8, 0.77)}, **change))
+        full_runs.ner_models(first, _results({"timestep · linear": _tagger(0.8, 0.77)}, **change))
 
 
 def test_results_without_taggers_are_named():
     with pytest.raises(InputError, match="no NER part"):
-        committed.ner_models({"sentiment": {}})
+        full_runs.ner_models({"sentiment": {}})
 
 
 def test_the_summary_has_one_row_per_tagger_with_its_scores():
-    table = committed.ner_summary({"baseline": _tagger(0.8, 0.78, 120.0), "feature · linear": _tagger(0.79, 0.76)})
+    table = full_runs.ner_summary({"baseline": _tagger(0.8, 0.78, 120.0), "feature · linear": _tagger(0.79, 0.76)})
     assert list(table.index) == ["baseline", "feature · linear"]
     assert table.loc["baseline", "token F1 (entity types)"] == 0.8
     assert table.loc["baseline", "entity micro F1"] == 0.78 and table.loc["baseline", "entity macro F1"] == 0.39

@@ -390,6 +390,12 @@ def test_glued_floats_show_their_format_in_the_prose():
     assert format_plain_text(repr(number), ".1%") == "0.6%"          # {glue:text}`name:.1%`
     count = _Integer(893416, "893,416")                              # an int glued with "{:,}"
     assert format_plain_text(repr(count), "") == "893,416" and int(count) == 893416
+    ratio = _Number(1666.4, "1,666")                                 # a float glued with "{:,.0f}": not (1, 666)
+    assert format_plain_text(repr(ratio), "") == "1,666" and float(ratio) == 1666.4
+    gain = _Number(1.5, "+1.5")                                      # "{:+.1f}" keeps its sign, "{:.2f}" its zero
+    assert format_plain_text(repr(gain), "") == "+1.5" and format_plain_text(repr(gain), "+.2f") == "+1.50"
+    assert format_plain_text(repr(_Number(0.5, "0.50")), "") == "0.50"
+    assert format_plain_text(repr(_Number(0.5, "50%")), "") == "50%"
 
 
 def test_the_version_is_written_once():

@@ -1,5 +1,6 @@
-"""Chapter 3's committed full runs of the taggers, as both of its pages read them (``tools/chapter3_full.py``):
-every tagger of one framework's runs, and one row of scores per tagger."""
+"""Chapter 3's full runs of the taggers (the reference results that come with the course, made by
+``tools/chapter3_full.py``), as both of its pages read them: every tagger of one framework's runs, and one row of
+scores per tagger."""
 
 from __future__ import annotations
 
