@@ -96,6 +96,8 @@ class StaticKVCache(KVCache):
     def append(self, k, v):
         """Write this call's keys and values (B, h, T, d_head) at ``length``; returns the whole buffers."""
         validate.same_steps(tuple(self.keys.shape), tuple(k.shape))
+        written = None if inputs.symbolic(self.length) else int(self.length)       # a tensor, known when eager
+        validate.within_capacity(written, k.shape[-2], self.keys.shape[-2])
         start = [0, 0, self.length, 0]
         self.keys, self.values = ops.slice_update(self.keys, start, k), ops.slice_update(self.values, start, v)
         self.length = self.length + k.shape[-2]

@@ -70,6 +70,7 @@ class StaticKVCache(KVCache):
     def append(self, k, v):
         """Write this call's keys and values (B, h, T, d_head) at ``length``; returns the whole buffers."""
         validate.same_steps(tuple(self.keys.shape), tuple(k.shape))
+        validate.within_capacity(self.length, k.shape[-2], self.keys.shape[-2])
         end = self.length + k.shape[-2]
         self.keys = self.keys.to(k.device).slice_scatter(k, dim=2, start=self.length, end=end)
         self.values = self.values.to(v.device).slice_scatter(v, dim=2, start=self.length, end=end)

@@ -23,3 +23,11 @@ def same_steps(cached: tuple, new: tuple) -> None:
     if not fits:
         raise ShapeError(f"this step's keys {new} do not fit the KVCache's {cached} (batch, heads, steps, d_head): a "
                          "cache belongs to one batch and one layer; start a new KVCache() for another batch")
+
+
+def within_capacity(length, steps, capacity) -> None:
+    """A ``StaticKVCache`` holds at most ``capacity`` steps: the ``length`` already written and this call's ``steps``
+    (a length unknown while tracing passes; the compiled step is given a cache large enough)."""
+    if isinstance(length, int) and isinstance(steps, int) and isinstance(capacity, int) and length + steps > capacity:
+        raise ShapeError(f"a StaticKVCache of capacity {capacity} holds {length} steps and cannot take {steps} more: "
+                         f"make it larger with cache.grown(capacity), or start a new one")

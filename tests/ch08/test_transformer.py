@@ -417,3 +417,15 @@ def test_an_encoder_layer_takes_a_padding_mask_by_name_with_a_batch_of_s(fw):
     _, w = layer(x, padding_mask=pad, return_weights=True)
     assert (to_numpy(w)[~np.broadcast_to(pad[:, None, None, :], (s, H, s, s))] == 0).all()    # no pad is seen
     np.testing.assert_allclose(to_numpy(layer(x, pad)), to_numpy(layer(x, padding_mask=pad)), rtol=RTOL, atol=ATOL)
+
+
+def test_a_static_cache_refuses_a_step_past_its_capacity(fw):
+    """Keras wrote past the buffer's end and counted 5 steps in a cache of 4; PyTorch failed inside slice_scatter."""
+    layer = fw.CachedMultiHeadAttention(8, 2)
+    cache = fw.StaticKVCache.empty(2, 2, 4, 4)
+    x = np.random.default_rng(0).normal(size=(2, 5, 8)).astype("float32")
+    for i in range(4):
+        layer(x[:, i:i + 1], cache=cache)
+    with pytest.raises(ShapeError, match="capacity 4 holds 4 steps and cannot take 1 more"):
+        layer(x[:, 4:5], cache=cache)
+    assert len(cache) == 4

@@ -87,6 +87,17 @@ def cache_with_a_stale_mask(fw):
                 cache=cache)
 
 
+def static_cache_decoding(fw, steps=T):
+    """StaticKVCache of capacity T: ``steps`` one-token calls (T of them equal the causal sequence; T + 1 is one
+    too many)."""
+    layer = fw.CachedMultiHeadAttention(D, H)
+    x = rand(B, T + 1, D)
+    full = to_numpy(call(fw, layer, to_input(fw, x[:, :T]), causal=True))
+    cache = fw.StaticKVCache.empty(B, H, T, D // H)
+    out = [to_numpy(call(fw, layer, to_input(fw, x[:, i:i + 1]), cache=cache)) for i in range(steps)]
+    np.testing.assert_allclose(np.concatenate(out[:T], 1), full, rtol=1e-5, atol=1e-6)
+
+
 def cache_matches_recomputing(fw):
     """Decoding step by step with a cache gives what the whole causal sequence gives."""
     layer = fw.CachedMultiHeadAttention(D, H)
@@ -188,6 +199,8 @@ PROBES = [
     bad("cache", "a cache fed another batch size", cache_fed_another_batch),
     bad("cache", "a mask of this call's keys only", cache_with_a_stale_mask),
     Probe("cache", "cached steps equal the causal sequence", cache_matches_recomputing),
+    Probe("cache", "StaticKVCache steps equal the causal sequence", static_cache_decoding),
+    bad("cache", "a StaticKVCache written past its capacity", lambda fw: static_cache_decoding(fw, T + 1)),
     bad("layers", "EncoderLayer(d_ff=0)", lambda fw: fw.EncoderLayer(D, H, 0)),
     bad("layers", "EncoderLayer(dropout=1.5)", lambda fw: fw.EncoderLayer(D, H, 16, dropout=1.5)),
     bad("layers", "EncoderLayer(eps=-1)", lambda fw: fw.EncoderLayer(D, H, 16, eps=-1)),
