@@ -137,7 +137,7 @@ def test_the_keras_twin_starts_from_pytorchs_distributions(name):
 def test_the_layers_of_other_chapters_start_from_pytorchs_distributions_too(name):
     make, example = MODELS[name]
     elsewhere = _elsewhere(make)
-    assert elsewhere
+    assert elsewhere  # not timed: the other chapters' parameter-name prefix
     assert_same_start([pair for pair in seeded_pairs(make, example) if pair[0].startswith(elsewhere)])
 
 
