@@ -5,7 +5,8 @@ one after another, and a kernel uses about one core. This step runs those notebo
 kernel per core, ``BOOK_JOBS`` to choose, in an order planned on each notebook's time in a measured fresh build,
 ``book_build`` in ``book/measurements.json``, so that the kernels run out of work together), and stores each
 executed copy in the same cache (``tools/notebook_cache.py``), so the build only renders. A notebook already there
-(run by ``make test``'s nbval, or by an earlier build, with the same settings and package source) is not run again.
+(run by ``make test``'s nbval, or by an earlier build, with the same settings and the same files its page
+reads, ``tools/page_inputs.py``) is not run again.
 A notebook that fails is left out of the cache: the build then runs it itself and reports its error as usual.
 
     .venv/bin/python tools/execute_book.py [BOOK_SOURCE]      # the Makefile's book target runs this first
@@ -24,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from attention_course.notebook.kernels import kernel_config  # noqa: E402
-from tools.notebook_cache import cache_dir, store  # noqa: E402
+from tools.notebook_cache import cache_dir, current, store  # noqa: E402
 
 TIMEOUT = 900   # seconds per cell, as _config.yml's execute.timeout
 TAIL = 7        # the last notebooks, ordered by trying every order (5,040 of them)
@@ -53,7 +54,7 @@ def notebooks(source: Path) -> list[Path]:
 
 
 def stale(paths: list[Path]) -> list[Path]:
-    """The notebooks the execution cache has no run of, for their current source."""
+    """The notebooks the execution cache has no run of, for their current code and page key."""
     import nbformat
     from jupyter_cache import get_cache
 
@@ -61,13 +62,7 @@ def stale(paths: list[Path]) -> list[Path]:
     if not folder.exists():
         return list(paths)
     cache = get_cache(str(folder))
-    missing = []
-    for path in paths:
-        try:
-            cache.match_cache_notebook(nbformat.read(path, as_version=4))
-        except KeyError:
-            missing.append(path)
-    return missing
+    return [path for path in paths if not current(cache, nbformat.read(path, as_version=4), path)]
 
 
 def execute(path: Path) -> tuple[Path, float, str]:

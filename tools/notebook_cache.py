@@ -8,10 +8,12 @@ built with ``execute_notebooks: cache``: ``jupyter-book build`` finds each noteb
 outputs instead of running it a second time. A notebook that nbval did not run, or whose source changed, is
 simply executed by the book build, as before.
 
-The cache folder depends on everything that changes a notebook's outputs without changing its code: the
-profile and the other ``COURSE_*`` settings, and the source of the helper package. So a change to the package,
-or a full-profile build, never picks up outputs of another run. ``tools/sphinx_course.py`` points the book at
-the same folder through :func:`cache_dir`.
+The cache folder depends on the settings that change a notebook's outputs without changing its code: the
+profile and the other ``COURSE_*`` settings, so a full-profile build never picks up a quick run's outputs. Inside
+it each executed copy is stored with its page's key (``tools/page_inputs.py``: the package modules the page
+imports, its chapter's committed files), and :func:`current` treats a copy whose key differs as missing: an edit
+to one chapter's package code re-executes that chapter's pages (and those of the later chapters that import it),
+an edit to prose none. ``tools/sphinx_course.py`` points the book at the same folder through :func:`cache_dir`.
 
 Used as ``python -m pytest -p tools.notebook_cache ... book`` (see the Makefile's ``test`` target).
 """
@@ -27,6 +29,11 @@ import time
 from pathlib import Path
 
 import pytest
+
+if __package__:                     # imported as tools.notebook_cache (pytest -p, tools/execute_book.py)
+    from tools.page_inputs import page_key
+else:                               # imported from tools/ (the book's extension, tools/sphinx_course.py)
+    from page_inputs import page_key
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE_ROOT = Path(os.environ.get("NOTEBOOK_CACHE_ROOT", ROOT / "_build" / ".jupyter_cache"))
@@ -47,17 +54,26 @@ def settings() -> dict[str, str]:
 
 
 def cache_key() -> str:
-    """A short hash of :func:`settings` and of every source and data file of the helper package."""
-    digest = hashlib.sha256(json.dumps(settings(), sort_keys=True).encode())
-    package = ROOT / "attention_course"
-    for path in sorted([*package.rglob("*.py"), *package.glob("benchmarks/*.json")]):
-        digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:16]
+    """A short hash of :func:`settings`."""
+    return hashlib.sha256(json.dumps(settings(), sort_keys=True).encode()).hexdigest()[:16]
 
 
 def cache_dir() -> Path:
-    """The execution cache of the book for the current settings and package source."""
+    """The execution cache of the book for the current settings."""
     return CACHE_ROOT / cache_key()
+
+
+def current(cache, nb, path: Path) -> bool:
+    """Whether ``cache`` holds a run of notebook ``nb`` (read from ``path``) for its current code and page key; a
+    run for an older key is removed, so that the book build cannot render it either."""
+    try:
+        record = cache.match_cache_notebook(nb)
+    except KeyError:
+        return False
+    if (record.data or {}).get("page_key") == page_key(path.resolve()):
+        return True
+    cache.remove_cache(record.pk)
+    return False
 
 
 def store(nb, path: Path, seconds: float) -> Path:
@@ -72,7 +88,8 @@ def store(nb, path: Path, seconds: float) -> Path:
     with open(folder / "writer.lock", "w") as lock:   # pytest -n 2: one writer at a time
         fcntl.flock(lock, fcntl.LOCK_EX)
         cache = get_cache(str(folder))
-        cache.cache_notebook_bundle(CacheBundleIn(nb, str(path), data={"execution_seconds": seconds}),
+        data = {"execution_seconds": seconds, "page_key": page_key(path.resolve())}
+        cache.cache_notebook_bundle(CacheBundleIn(nb, str(path), data=data),
                                     check_validity=False, overwrite=True)
     return folder
 

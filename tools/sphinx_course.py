@@ -11,7 +11,8 @@
    configuration is missing from the static folders, the build warns (an error under ``-W``)
    instead of producing a book whose formulas, charts and widgets silently do not render.
 3. The notebooks' execution cache is the folder that ``tools/notebook_cache.py`` fills while nbval runs the
-   notebooks in ``make test`` (one per profile, settings and package source), so the book reuses that run. An
+   notebooks in ``make test`` (one per profile and settings; each page keyed on what it reads), so the book reuses
+   that run. An
    instructor's edition (``course-assign``) carries this file without ``notebook_cache.py`` and keeps
    jupyter-book's own cache.
 4. Exercises are numbered per chapter, "Exercise 2.3" (chapter 2, third exercise), not 1 … 16 across the book;

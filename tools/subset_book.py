@@ -7,7 +7,7 @@
 reads that book. `_build/subset/` holds the configuration, that table of contents and the introduction with the
 other chapters as plain text (as in an instructor's edition, `course-assign`), and links, not copies, to the
 chapter folders, the static files and `tools/`. Through the link to `tools/` the book build finds the execution
-cache that nbval filled (`tools/notebook_cache.py` keys it on the repository's package), so no notebook runs twice.
+cache that nbval filled (`tools/notebook_cache.py`, each page keyed on the files it reads), so no notebook runs twice.
 """
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ def test_a_failing_notebook_is_not_cached(tmp_path):
     assert _cached(path, tmp_path / "cache") is None
 
 
-def test_the_cache_folder_follows_settings_and_package_source(monkeypatch):
+def test_the_cache_folder_follows_the_settings(monkeypatch):
     sys.path.insert(0, str(ROOT / "tools"))
     import notebook_cache
 
