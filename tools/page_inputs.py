@@ -92,7 +92,9 @@ class Tree:
             seen.add(module)
             parts = module.split(".")
             parents = [".".join(parts[:i]) for i in range(1, len(parts))]
-            todo += [m for m in (*parents, *self.imports(module)) if m in self.files and m not in seen]
+            chapter = CHAPTER.match(module)                # a chapter is one unit: all its modules
+            siblings = [m for m in self.files if m.startswith(f"{PACKAGE}.{chapter[1]}")] if chapter else []
+            todo += [m for m in (*parents, *siblings, *self.imports(module)) if m in self.files and m not in seen]
         return seen
 
     def star_names(self, facade: str) -> tuple[tuple[str, str], ...]:
@@ -154,6 +156,9 @@ def _imports_of(module: str, path: Path, stamp: tuple[int, int]) -> tuple[str, .
             found += [base, *(f"{base}.{a.name}" for a in node.names)]
         elif isinstance(node, ast.Import):
             found += [a.name for a in node.names]
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and str(node.args[0].value).startswith(f"{PACKAGE}."):
+            found.append(str(node.args[0].value))          # a module by name: ``framework.module("…ch06_…")``
         elif isinstance(node, ast.Call) and _called(node) in {"import_module", "importlib.import_module"}:
             arg = node.args[0] if node.args else None
             prefix = arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else ""

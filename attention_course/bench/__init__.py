@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from importlib import import_module
 from pathlib import Path
 
 from attention_course.core import validate
+from attention_course.core.backend import backend
 from attention_course.core.errors import ConfigError
 from attention_course.core.machine import describe
 from attention_course.core.text import BOS
@@ -127,8 +127,8 @@ def training_pass(fw, model: str, *, seed: int = 0) -> Callable[[], float]:
     validate.choice("trained model", model, TRAINED)
     session.seed_everything(seed)
     rng = np.random.default_rng(seed)
-    is_torch = fw.__name__.endswith("torch")
-    train = import_module(f"attention_course.core.{'torch' if is_torch else 'keras'}.train")
+    framework = backend(fw)
+    train = framework.train_module()
     xs: tuple[np.ndarray, ...]
     if model == "ch6-soft":
         vocab, words = 30, 8
@@ -136,8 +136,8 @@ def training_pass(fw, model: str, *, seed: int = 0) -> Callable[[], float]:
         images = rng.random((64, 48, 48, 3), dtype=np.float32)
         tokens = rng.integers(4, vocab, size=(64, words + 1))
         xs, y = (images, tokens[:, :-1]), tokens[:, 1:]
-        chapter6 = import_module(f"attention_course.ch06_image_captioning.{'torch' if is_torch else 'keras'}")
-        if not is_torch:
+        chapter6 = framework.module("attention_course.ch06_image_captioning")
+        if not framework.is_torch:
             net(*[a[:2] for a in xs])                                  # build the variables eagerly
         trainer = chapter6.CaptionerTrainer(net, rng, chapter6.grid_locations(images), lr=1e-3, clip_norm=5.0,
                                             doubly_stochastic=1.0, entropy=0.0, expect_share=0.5)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from attention_course.core import validate
 from attention_course.core.errors import ConfigError, EnvError, InputError, MissingFileError
 from attention_course.core.files import write_file
 from attention_course.core.text import BOS, EOS, PAD, SPECIALS, UNK
@@ -70,8 +71,8 @@ class TranslationData:
 
 
 def _count(what: str, value: int | None, low: int) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
-        raise ConfigError(f"{what} must be None or an integer >= {low}, got {value!r}")
+    if value is not None:
+        validate.integer(what, value, minimum=low, hint=" (or None: no limit)")
 
 
 def translation_pairs(
@@ -100,8 +101,7 @@ def translation_pairs(
     _count("max_words", max_words, 1)
     for what, n in (("n_train", n_train), ("n_val", n_val), ("n_test", n_test)):
         _count(what, n, 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ConfigError(f"seed must be an integer >= 0, got {seed!r}")
+    seed = validate.seed(seed)
     import numpy as np
 
     rng = np.random.default_rng(seed)
@@ -178,9 +178,8 @@ def _text_list(texts: Iterable[str]) -> list[str]:
 
 
 def _check_vocab_size(vocab_size: int) -> None:
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < len(SPECIALS) + 1:
-        raise ConfigError(f"vocab_size must be an integer >= {len(SPECIALS) + 1} "
-                          f"(the {len(SPECIALS)} special tokens and at least one more), got {vocab_size!r}")
+    validate.integer("vocab_size", vocab_size, minimum=len(SPECIALS) + 1,
+                     hint=f" (the {len(SPECIALS)} special tokens and at least one more)")
 
 
 def _digest(texts: list[str]) -> str:
@@ -234,8 +233,7 @@ class SubwordTokenizer:
         the specials plus every character seen). ``min_frequency``: merge only pairs seen this often."""
         texts = _text_list(texts)
         _check_vocab_size(vocab_size)
-        if isinstance(min_frequency, bool) or not isinstance(min_frequency, int) or min_frequency < 1:
-            raise ConfigError(f"min_frequency must be an integer >= 1, got {min_frequency!r}")
+        validate.integer("min_frequency", min_frequency)
         from tokenizers import trainers
 
         trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
@@ -399,8 +397,7 @@ def encode_pairs(
     import numpy as np
 
     for what, width in (("max_src", max_src), ("max_tgt", max_tgt)):
-        if isinstance(width, bool) or not isinstance(width, int) or width < 1:
-            raise ConfigError(f"{what} must be an integer >= 1, got {width!r}")
+        validate.integer(what, width)
     pairs = list(pairs)
     bad = next((k for k, p in enumerate(pairs) if not isinstance(p, tuple | list) or len(p) != 2
                 or not all(isinstance(x, str) for x in p)), None)

@@ -21,6 +21,7 @@ from attention_course.ch05_neural_machine_translation.data import (
     translation_pairs,
 )
 from attention_course.core import decode
+from attention_course.core.backend import backend
 from attention_course.core.text import BOS, EOS, PAD, Vocab
 from attention_course.data import synthetic
 from attention_course.data.synthetic import AlignedPairs
@@ -131,10 +132,9 @@ def evaluate(hypotheses: list[str], data: Corpus) -> dict[str, Any]:
 
 
 def parameters(model) -> int:
-    """Number of trainable weights of a model of either framework."""
-    if hasattr(model, "count_params"):
-        return int(model.count_params())
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+    """How many numbers a model of either framework learns (its trainable weights; Keras' non-trainable ones, such
+    as a loss's running mean, are not counted in either framework)."""
+    return backend(model).parameters(model)
 
 
 def coverage_report(hypotheses: list[str], found: decode.Decoded, data: Corpus, long_from: int = 10) -> dict:

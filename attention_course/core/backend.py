@@ -91,12 +91,13 @@ class Backend:
 
     def fit(self, model, *args, **kwargs):
         """The framework's training loop (:mod:`attention_course.core.torch.train` or ``core.keras.train``)."""
-        return self._train().fit(model, *args, **kwargs)
+        return self.train_module().fit(model, *args, **kwargs)
 
     def predict(self, model, *args, **kwargs) -> np.ndarray:
-        return self._train().predict(model, *args, **kwargs)
+        return self.train_module().predict(model, *args, **kwargs)
 
-    def _train(self) -> ModuleType:
+    def train_module(self) -> ModuleType:
+        """The framework's training loop: :mod:`attention_course.core.torch.train` or ``core.keras.train``."""
         return importlib.import_module(f"attention_course.core.{'torch' if self.is_torch else 'keras'}.train")
 
     def run(self, model, *args, **kwargs):

@@ -382,7 +382,7 @@ def test_attention_correctness_takes_float32_maps_and_no_attention():
     (lambda: synthetic.aligned_pair_task(3, min_len=3.5), "min_len must be a whole number"),
     (lambda: synthetic.aligned_pair_task(3, seed=-1), "seed must be >= 0; got -1"),
     (lambda: td.translation_pairs(["spa-eng"]), r"unknown translation dataset \['spa-eng'\]"),
-    (lambda: td.translation_pairs(seed=-1), "seed must be an integer >= 0, got -1"),
+    (lambda: td.translation_pairs(seed=-1), "seed must be >= 0; got -1"),
     (lambda: scenes.digit_scenes(2, counts=3), "counts must be a tuple of 2 and/or 3 digits per scene; got 3"),
     (lambda: scenes.digit_scenes(2, tinted=None), r"tinted is a probability: a number in \[0, 1\]; got None"),
     (lambda: scenes.digit_scenes(2, seed=-1), "seed must be >= 0; got -1"),
