@@ -17,7 +17,7 @@ import torch
 from conftest import to_numpy
 
 import attention_course as ac
-from attention_course.ch09_bert import pretrained, reference
+from attention_course.ch09_bert import huggingface, pretrained
 from attention_course.core.errors import ConfigError, ModelUnavailableError, ShapeError
 from attention_course.data.download import ChecksumError
 
@@ -115,14 +115,14 @@ def test_minilm_in_the_course_code_matches_transformers(fw_name):
 def test_the_reference_runs_in_a_process_of_its_own_and_computes_what_transformers_computes(tiny_bert):
     folder, hf = tiny_bert
     ids, mask, _ = _batch()
-    got = reference.outputs(folder, ids, mask)
+    got = huggingface.outputs(folder, ids, mask)
     want_hidden, want_attention = _hf_outputs(hf, ids, mask)
     assert len(got.hidden_states) == 3 and len(got.attentions) == 2
     for a, b in zip(got.hidden_states + got.attentions, want_hidden + want_attention, strict=True):
         np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL)
     # a fresh Python that asks for the reference imports neither PyTorch nor transformers itself
-    code = ("import sys; import numpy as np; from attention_course.ch09_bert import reference; "
-            f"out = reference.outputs({str(folder)!r}, np.array({ids.tolist()}), np.array({mask.tolist()})); "
+    code = ("import sys; import numpy as np; from attention_course.ch09_bert import huggingface; "
+            f"out = huggingface.outputs({str(folder)!r}, np.array({ids.tolist()}), np.array({mask.tolist()})); "
             "print(len(out.attentions), 'torch' in sys.modules, 'transformers' in sys.modules)")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.split() == ["2", "False", "False"]
@@ -135,18 +135,18 @@ def test_the_reference_says_what_is_wrong_and_leaves_nothing_behind(tiny_bert, t
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     with pytest.raises(ShapeError, match=r"ids \(3, 9\) and mask \(3, 8\)"):
-        reference.outputs(folder, ids, mask[:, :8])
+        huggingface.outputs(folder, ids, mask[:, :8])
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(ModelUnavailableError, match=f"could not run on {empty}"):
-        reference.outputs(empty, ids, mask)
+        huggingface.outputs(empty, ids, mask)
     assert list(scratch.iterdir()) == [], "the inputs and outputs' folder is removed, whatever happened"
     find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: None if name == "transformers"
                         else find_spec(name, *args))
-    assert reference.missing() == "transformers"
+    assert huggingface.missing() == "transformers"
     with pytest.raises(ModelUnavailableError, match="needs transformers"):
-        reference.outputs(folder, ids, mask)
+        huggingface.outputs(folder, ids, mask)
 
 
 def test_the_twins_agree_with_the_same_weights(tiny_bert):

@@ -1,9 +1,10 @@
-"""Chapter 9's reference: the ``transformers`` library's ``BertModel`` (PyTorch) on the same files and tokens as the
-course's ``Bert``, run in a Python process of its own. A process cannot give back the memory of the libraries it
-has imported: in the notebook's kernel, PyTorch and ``transformers`` would hold about a quarter of a gigabyte for
-the rest of the chapter, next to TensorFlow in a Keras kernel. Importing this module loads no framework.
+"""Chapter 9's check against Hugging Face: the ``transformers`` library's ``BertModel`` (PyTorch) on the same files and
+tokens as the course's ``Bert``, run in a Python process of its own. A process cannot give back the memory of the
+libraries it has imported: in the notebook's kernel, PyTorch and ``transformers`` would hold about a quarter of a
+gigabyte for the rest of the chapter, next to TensorFlow in a Keras kernel. Importing this module loads no
+framework.
 
-    python -m attention_course.ch09_bert.reference FOLDER INPUTS.npz OUTPUTS.npz     # what ``outputs`` runs
+    python -m attention_course.ch09_bert.huggingface FOLDER INPUTS.npz OUTPUTS.npz     # what ``outputs`` runs
 """
 
 from __future__ import annotations
