@@ -3,10 +3,11 @@
 The article reports 77 % validation accuracy for the LSTM's last state and 81.25 % with attention pooling, each
 from one run. Its code differs from the chapter's in choices that have nothing to do with attention: it pads
 *after* the words (so the last state is read after the pads), its Keras ``Tokenizer`` drops punctuation, it
-trains 10 epochs with batches of 100, and ``validation_split=0.2`` validates on the last 400 sentences in file
-order (all from Yelp, none seen in training from that part of the file); and its attention has no mask, so it
-may attend to the pads. ``CONFIGS`` starts from the article's choices and switches one at a time to the
-chapter's; ``run`` trains the last-state and the attention model for each, over several seeds, in one framework.
+trains 10 epochs with batches of 100, and ``validation_split=0.2`` validates on the last 400 sentences in the
+order it gives them (if it merged the files Amazon first, as it lists them, all 400 are from Yelp: an inference,
+the article does not say); and its attention has no mask, so it may attend to the pads. ``CONFIGS`` starts from
+the article's choices and switches one at a time to the chapter's; ``run`` trains the last-state and the attention
+model for each, over several seeds, in one framework.
 Two of the article's choices are not reproduced here: the L2 penalty of 1e-3 on the embedding and the attention
 bias of shape (T, 1), one per position.
 

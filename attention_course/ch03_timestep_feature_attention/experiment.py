@@ -46,7 +46,8 @@ NER_MODELS: dict[str, dict[str, Any]] = {       # name → NERTagger keyword arg
     "feature, one vector · softmax": {"attention": "feature_single"},
     "timestep · softmax": {"attention": "timestep"},
     "timestep · linear": {"attention": "timestep", "activation": "linear"},
-    # the talk's model 1 as its code ran: the embedding size is the sentence length (F = T)
+    # the talk's model 1 block, as its code computes it: the embedding size is the sentence length (F = T); the
+    # tagger puts it before the dropout, where the talk's code applies it after the embedding's dropout
     "talk's model 1 · softmax": {"attention": "repeat_vector", "embed": "max_len"},
     "talk's model 1 · linear": {"attention": "repeat_vector", "activation": "linear", "embed": "max_len"},
     # the talk's "after the recurrence": the feature-wise block on the BiLSTM's states

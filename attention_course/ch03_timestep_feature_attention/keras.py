@@ -106,8 +106,9 @@ class FeatureAttention(Layer):
     features; the weights multiply the inputs. Each weight sees the other features of the same timestep, and
     the same (d × d) layer serves every timestep, so any length T works.
 
-    ``single=True`` averages the weights over time into one vector per sequence (the talk's "single attention
-    vector"); ``mask`` (B, T) then keeps pads out of the average.
+    ``single=True`` averages the weights over time into one vector of feature weights per sequence, used at every
+    timestep (one attention vector, as Remy's ``SINGLE_ATTENTION_VECTOR`` option makes one for the weights over
+    time); ``mask`` (B, T) then keeps pads out of the average.
     ``activation="linear"`` skips the softmax. x (B, T, d) → (B, T, d), weights (B, T, d).
     """
 

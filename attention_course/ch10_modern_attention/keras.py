@@ -30,9 +30,9 @@ from attention_course.core.keras import inputs
 from attention_course.core.keras.base import BuildOnCall, Layer, Model
 from attention_course.core.keras.init import torch_dense
 
-__all__ = ["flash_attention", "GroupedQueryAttention", "linear_attention", "linear_attention_step", "retention_decays",
-           "LinearAttention", "RMSNorm", "SwiGLU", "LlamaBlock", "Llama", "load_llama2c", "window_mask",
-           "MultiHeadLatentAttention"]
+__all__ = ["flash_attention", "GroupedQueryAttention", "elu_feature_map", "linear_attention", "linear_attention_step",
+           "retention_decays", "LinearAttention", "RMSNorm", "SwiGLU", "LlamaBlock", "Llama", "load_llama2c",
+           "window_mask", "MultiHeadLatentAttention"]
 
 
 def flash_attention(query, key, value, mask=None, causal: bool = False, block: int = 64):
@@ -100,8 +100,10 @@ class GroupedQueryAttention(MultiHeadAttention):
         return {**super().get_config(), "kv_heads": self.kv_heads}
 
 
-def _phi(x):
-    return ops.elu(x) + 1                            # φ(x) = elu(x) + 1 > 0 (Katharopoulos et al.)
+def elu_feature_map(x):
+    """Linear attention's feature map φ(x) = elu(x) + 1 (Katharopoulos et al., 2020), elementwise: x + 1 where x > 0,
+    exp(x) elsewhere, so every feature is positive and so is every product φ(q)·φ(k). x (…, d) → (…, d)."""
+    return ops.elu(x) + 1
 
 
 def linear_attention(query, key, value, causal: bool = True, decay=None, rotary: bool = False,
@@ -120,7 +122,7 @@ def linear_attention(query, key, value, causal: bool = True, decay=None, rotary:
     query, key, value = (inputs.finite(x, name) for x, name in ((query, "query"), (key, "key"), (value, "value")))
     eps = validate.positive("eps", eps)
     t_q, t_k = query.shape[-2], key.shape[-2]
-    fq, fk = _phi(query), _phi(key)                                        # (B, h, T, d), positive
+    fq, fk = elu_feature_map(query), elu_feature_map(key)                  # (B, h, T, d), positive
     a = ops.matmul(fq, ops.swapaxes(fk, -1, -2))                           # (B, h, T_q, T_k): the normaliser's
     keep = np.ones((t_q, t_k), "float32")                                  # what each query keeps of each key
     if causal:
@@ -147,7 +149,7 @@ def linear_attention_step(state, norm, query, key, value, decay=None, position: 
     eps = validate.positive("eps", eps)
     query, key, value = (inputs.finite(inputs.floats(x, name), name)
                          for x, name in ((query, "query"), (key, "key"), (value, "value")))
-    fq, fk = _phi(query), _phi(key)
+    fq, fk = elu_feature_map(query), elu_feature_map(key)
     rq, rk = fq, fk
     if position is not None:                                               # rotated after φ, at this position
         position = validate.integer("position", position, minimum=0)

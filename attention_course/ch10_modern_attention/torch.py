@@ -27,9 +27,9 @@ from attention_course.ch10_modern_attention.cache import rope_half
 from attention_course.ch10_modern_attention.llama2c import Llama2c
 from attention_course.core.torch import inputs
 
-__all__ = ["flash_attention", "GroupedQueryAttention", "linear_attention", "linear_attention_step", "retention_decays",
-           "LinearAttention", "RMSNorm", "SwiGLU", "LlamaBlock", "Llama", "load_llama2c", "window_mask",
-           "MultiHeadLatentAttention"]
+__all__ = ["flash_attention", "GroupedQueryAttention", "elu_feature_map", "linear_attention", "linear_attention_step",
+           "retention_decays", "LinearAttention", "RMSNorm", "SwiGLU", "LlamaBlock", "Llama", "load_llama2c",
+           "window_mask", "MultiHeadLatentAttention"]
 
 
 def flash_attention(query, key, value, mask=None, causal: bool = False, block: int = 64) -> torch.Tensor:
@@ -93,8 +93,10 @@ class GroupedQueryAttention(MultiHeadAttention):
         return q, k, v, mask
 
 
-def _phi(x: torch.Tensor) -> torch.Tensor:
-    return torch.nn.functional.elu(x) + 1          # φ(x) = elu(x) + 1 > 0 (Katharopoulos et al.)
+def elu_feature_map(x: torch.Tensor) -> torch.Tensor:
+    """Linear attention's feature map φ(x) = elu(x) + 1 (Katharopoulos et al., 2020), elementwise: x + 1 where x > 0,
+    exp(x) elsewhere, so every feature is positive and so is every product φ(q)·φ(k). x (…, d) → (…, d)."""
+    return torch.nn.functional.elu(x) + 1
 
 
 def linear_attention(query, key, value, causal: bool = True, decay=None, rotary: bool = False,
@@ -113,7 +115,7 @@ def linear_attention(query, key, value, causal: bool = True, decay=None, rotary:
     query, key, value = (inputs.finite(x, name) for x, name in ((query, "query"), (key, "key"), (value, "value")))
     eps = validate.positive("eps", eps)
     t_q, t_k = query.shape[-2], key.shape[-2]
-    fq, fk = _phi(query), _phi(key)                                        # (B, h, T, d), positive
+    fq, fk = elu_feature_map(query), elu_feature_map(key)                  # (B, h, T, d), positive
     a = fq @ fk.transpose(-1, -2)                                          # (B, h, T_q, T_k): the normaliser's
     keep = torch.ones(t_q, t_k, device=a.device)                           # what each query keeps of each key
     if causal:
@@ -140,7 +142,7 @@ def linear_attention_step(state, norm, query, key, value, decay=None, position: 
     eps = validate.positive("eps", eps)
     query, key, value = (inputs.finite(inputs.floats(x, name), name)
                          for x, name in ((query, "query"), (key, "key"), (value, "value")))
-    fq, fk = _phi(query), _phi(key)
+    fq, fk = elu_feature_map(query), elu_feature_map(key)
     rq, rk = fq, fk
     if position is not None:                                               # rotated after φ, at this position
         position = validate.integer("position", position, minimum=0)

@@ -826,12 +826,17 @@ PAGES_IN_THE_LEARNERS_VOICE = (
     "04-score-functions/score-functions.html",
     "05-neural-machine-translation/neural-machine-translation.html",
     "06-image-captioning/image-captioning.html",
+    "07-self-attention/self-attention.html",
     "09-bert/bert.html",
+    "10-modern-attention/modern-attention.html",
 )
 
 
 def test_the_pages_held_to_the_rules_are_in_the_book(chapter_pages):
-    missing = [page for page in PAGES_IN_THE_LEARNERS_VOICE if not any(rel.endswith(page) for rel in chapter_pages)]
+    """Every listed page of a chapter the book holds is built (``make test CHAPTERS=…`` builds some chapters)."""
+    built = {rel.rsplit("/", 2)[-2] for rel in chapter_pages}
+    missing = [page for page in PAGES_IN_THE_LEARNERS_VOICE if page.split("/")[0] in built
+               and not any(rel.endswith(page) for rel in chapter_pages)]
     assert not missing, f"pages listed in PAGES_IN_THE_LEARNERS_VOICE but not built: {missing}"
 
 
@@ -866,9 +871,11 @@ BROKEN_PAGE = """<!doctype html><html><body><main><article class="bd-article" st
 <table id="wide"><tr>""" + "".join(f"<td>column {i} of many</td>" for i in range(17)) + """</tr></table>
 <div style="overflow-x:auto;width:360px"><table><tr>""" + "".join(f"<td>fine {i} scrolls</td>" for i in range(17)) + """
 </tr></table></div>
-<table style="display:block;overflow-x:auto;max-width:360px"><tr>""" + "".join(f"<td>uncued {i}</td>" for i in range(17)) + """
+<table style="display:block;overflow-x:auto;max-width:360px"><tr>""" + "".join(f"<td>uncued {i}</td>"
+                                                                            for i in range(17)) + """
 </tr></table>
-<table style="display:block;overflow-x:auto;max-width:360px"><tr>""" + "".join(f"<td>cued {i}</td>" for i in range(17)) + """
+<table style="display:block;overflow-x:auto;max-width:360px"><tr>""" + "".join(f"<td>cued {i}</td>"
+                                                                            for i in range(17)) + """
 </tr></table><div class="course-scroll-hint">Scroll sideways</div>
 <div class="course-vega" aria-label="a chart with tiny labels"><svg width="300" height="100" viewBox="0 0 600 200">
 <text x="10" y="50" style="font-size:11px">halved to 5.5 px</text>
