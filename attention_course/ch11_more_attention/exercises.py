@@ -239,16 +239,16 @@ def monotonic_alignment(fn: Callable, *, trials: int = 20, seed: int | None = No
                                           atol=1e-6):
             raise ExerciseError("right for moderate p, wrong when some p_ij are near 1 (a trained model's are): a "
                                 "division by the product Π (1 − p_il), as in the parallel form, loses the alignment "
-                                "once that product underflows; the recurrence q_ij = (1 − p_i,j−1) q_i,j−1 + "
+                                "once that product underflows; the recurrence β_ij = (1 − p_i,j−1) β_i,j−1 + "
                                 "α_i−1,j only multiplies and adds")
         restarted = np.concatenate([expected_alignment(args["p"][:, i:i + 1]) for i in range(t)], axis=1)
         if np.allclose(got, restarted, atol=1e-6):
             raise ExerciseError("every step must start where the step before stopped: carry α_(i−1) into step i "
-                                "(q_ij = (1 − p_i,j−1) q_i,j−1 + α_i−1,j), not α_0 again")
+                                "(β_ij = (1 − p_i,j−1) β_i,j−1 + α_i−1,j), not α_0 again")
         if np.allclose(got.sum(-1), 1, atol=1e-6):
             raise ExerciseError("α is not a softmax: a row sums to less than 1 when the scan may run off the end; "
-                                "α_ij = p_ij q_ij, with no normalisation")
-        raise ExerciseError(f"q_ij = (1 − p_i,j−1) q_i,j−1 + α_i−1,j, α_ij = p_ij q_ij, from α_0 = (1, 0, …, 0); for "
+                                "α_ij = p_ij β_ij, with no normalisation")
+        raise ExerciseError(f"β_ij = (1 − p_i,j−1) β_i,j−1 + α_i−1,j, α_ij = p_ij β_ij, from α_0 = (1, 0, …, 0); for "
                             f"the first example, first step, expected {np.round(want[0, 0], 3)}, got "
                             f"{np.round(got[0, 0], 3)}")
     _pass("monotonic alignment", trials)

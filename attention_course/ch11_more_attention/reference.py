@@ -120,8 +120,9 @@ def pointer_generator(logits, weights, src_ext, p_gen, extra: int) -> np.ndarray
 
 def monotonic_alignment(p) -> np.ndarray:
     """Raffel et al.'s expected monotonic alignment (2017, eq. 13), written as the recurrence over the keys:
-    q_ij = (1 − p_i,j−1) q_i,j−1 + α_i−1,j and α_ij = p_ij q_ij, from α_0 = (1, 0, …, 0): the probability that step i
-    stops at key j, having started where step i − 1 stopped and passed every key in between.
+    β_ij = (1 − p_i,j−1) β_i,j−1 + α_i−1,j and α_ij = p_ij β_ij, from α_0 = (1, 0, …, 0): the probability that step i
+    stops at key j, having started where step i − 1 stopped and passed every key in between (β_ij, the probability
+    that the scan reaches key j, is the paper's q_ij).
 
     p (B, T, S) the stopping probabilities → α (B, T, S); a row sums to at most 1 (the rest: the scan ran off the
     end)."""

@@ -17,14 +17,16 @@
 
   function update() {
     document.querySelectorAll(WIDE).forEach(function (el) {
-      var next = el.nextElementSibling;
+      // an equation sits in the theme's div.math, a flex row (reversed, for its number): the cue goes under it
+      var anchor = (el.tagName.toLowerCase() === "mjx-container" && el.closest("div.math")) || el;
+      var next = anchor.nextElementSibling;
       var has = next && next.classList.contains(HINT);
       if (overflows(el) && !has) {
         var hint = document.createElement("div");
         hint.className = HINT;
         hint.setAttribute("aria-hidden", "true");
         hint.textContent = "Scroll sideways to see all of it \u2192";
-        el.insertAdjacentElement("afterend", hint);
+        anchor.insertAdjacentElement("afterend", hint);
       } else if (!overflows(el) && has) {
         next.remove();
       }

@@ -751,7 +751,8 @@ NARROW = r"""() => {
   // what scrolls sideways has the cue under it (scroll-cue.js), or a reader on a phone does not know there is more
   for (const el of article.querySelectorAll('.course-vega, table, mjx-container[display="true"]')) {
     if (!el.getClientRects().length || el.scrollWidth <= el.clientWidth + 1) continue;
-    const next = el.nextElementSibling;
+    const anchor = (el.tagName.toLowerCase() === 'mjx-container' && el.closest('div.math')) || el;  // under it
+    const next = anchor.nextElementSibling;
     if (!(next && next.classList.contains('course-scroll-hint'))) out.uncued.push(name(el));
   }
   for (const t of article.querySelectorAll('.course-vega svg text')) {
@@ -829,6 +830,8 @@ PAGES_IN_THE_LEARNERS_VOICE = (
     "07-self-attention/self-attention.html",
     "09-bert/bert.html",
     "10-modern-attention/modern-attention.html",
+    "11-more-attention/more-attention.html",
+    "11-more-attention/where-to-look.html",
 )
 
 

@@ -111,11 +111,11 @@ def test_monotonic_alignment_passes_the_reference_and_names_mistakes(capsys):
         alpha = reference.monotonic_alignment(p)
         return alpha / alpha.sum(-1, keepdims=True)
 
-    def no_stop(p):                                     # q without the stopping probability
+    def no_stop(p):                                     # β without the stopping probability
         return reference.monotonic_alignment(p) / p
 
     for wrong, message in ((restarted, "where the step before stopped"), (normalised, "is not a softmax"),
-                           (no_stop, "α_ij = p_ij q_ij")):
+                           (no_stop, "α_ij = p_ij β_ij")):
         with pytest.raises(ExerciseError, match=message):
             exercises.monotonic_alignment(wrong, seed=0)
 

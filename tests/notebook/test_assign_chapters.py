@@ -53,7 +53,8 @@ def test_student_copy_holds_no_solution(exported, nb_path):
         assert line not in text, f"solution text leaked into the student copy: {line!r}"
     assert "SOLUTION" not in text and "NotImplementedError" in text
     key_text = key.read_text(encoding="utf-8")
-    assert all(json.dumps(line)[1:-1] in key_text for line in secret)
+    # the key is JSON as nbformat writes it: non-ASCII characters (β, ∘) as they are, not escaped
+    assert all(json.dumps(line, ensure_ascii=False)[1:-1] in key_text for line in secret)
 
 
 @pytest.mark.notebooks

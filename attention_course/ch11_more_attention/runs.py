@@ -1,4 +1,4 @@
-"""Chapter 11's committed runs, as both of its pages read them: the rows of a results file written by
+"""Chapter 11's stored runs, as both of its pages read them: the rows of a results file written by
 ``tools/chapter11_full.py`` (``{"runs": [{"model", "seed", "seconds", "rows": [...]}, ...]}``), the same quick
 experiment over several seeds in each framework, and their mean ± spread."""
 
@@ -35,16 +35,16 @@ def seeded(by_framework: dict[str, dict], experiment: str):
 def gaps(by_framework: dict[str, dict], experiment: str, runs: dict, sizes: dict, columns: list[str],
          seed: int) -> dict[str, float]:
     """Framework → the largest difference in ``columns`` between this session's run (``runs[framework]``, a table
-    with a ``model`` column) and the committed run of the same seed, for the frameworks whose committed runs used
+    with a ``model`` column) and the stored run of the same seed, for the frameworks whose stored runs used
     ``sizes`` and hold that seed (the others have nothing to compare)."""
     out = {}
     for fw, table in runs.items():
         results = by_framework[fw]
         if results["sizes"][experiment] != sizes:
             continue
-        committed = rows(results, experiment).query("seed == @seed").set_index("model")[columns]
-        if len(committed):
-            out[fw] = float((table.set_index("model")[columns] - committed).abs().max().max())
+        stored = rows(results, experiment).query("seed == @seed").set_index("model")[columns]
+        if len(stored):
+            out[fw] = float((table.set_index("model")[columns] - stored).abs().max().max())
     return out
 
 
