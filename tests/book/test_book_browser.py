@@ -828,6 +828,7 @@ PAGES_IN_THE_LEARNERS_VOICE = (
     "05-neural-machine-translation/neural-machine-translation.html",
     "06-image-captioning/image-captioning.html",
     "07-self-attention/self-attention.html",
+    "08-transformer/transformer.html",
     "09-bert/bert.html",
     "10-modern-attention/modern-attention.html",
     "11-more-attention/more-attention.html",
