@@ -32,7 +32,8 @@ import pytest
 
 if __package__:                     # imported as tools.notebook_cache (pytest -p, tools/execute_book.py)
     from tools.page_inputs import page_key
-else:                               # imported from tools/ (the book's extension, tools/sphinx_course.py)
+else:                               # imported from its folder (the book's extension, tools/sphinx_course.py)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
     from page_inputs import page_key
 
 ROOT = Path(__file__).resolve().parents[1]
