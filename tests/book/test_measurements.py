@@ -100,8 +100,8 @@ def test_each_timed_comparison_says_when_it_was_measured(tmp_path):
                                 "measured": {"ch8-kvcache": "2026-11-29", "train-step": "2026-11-26"},
                                 "cases": {"train-step": [{**row, "kind": "ch5-bahdanau"}], "ch8-kvcache": [row]}}))
     lines = measurements._bench_section(path)
-    assert lines[0] == "### 2-core Example, PyTorch on 1 thread" and "Measured on 2026-11-29" in lines[2]
-    headings = [line for line in lines if line.startswith("**")]
+    assert lines[0] == "### 2-core Example, PyTorch on 1 thread" and "last written on 2026-11-29" in lines[2]
+    headings = [line for line in lines[3:] if line.startswith("**")]           # after the machine's "How" line
     assert headings == ["**Chapter 8: decoding with and without the key–value cache** (`ch8-kvcache`, measured "
                         "2026-11-29)",
                         "**Chapters 5, 6, 8 and 9: one training step of each chapter's model at its quick size** "
@@ -112,3 +112,20 @@ def test_each_timed_comparison_says_when_it_was_measured(tmp_path):
 def test_the_boxes_round_half_a_minute_up():
     # 150 s is "3 min", as a reader rounds (Python's round() would say 2); never "0 min"
     assert [chapter_times._minutes(s) for s in (10, 89, 90, 149, 150, 151)] == [1, 1, 2, 2, 3, 3]
+
+
+def test_the_page_is_a_reference_not_a_log():
+    """Every table sits under one line that says how it was measured, and no row tells its own history: a number a
+    new measurement replaced is in ``earlier``, which the page folds away at its end."""
+    import re
+
+    from tools import measurements
+
+    page = measurements.render()
+    main, _, earlier = page.partition("\n## Earlier measurements\n")
+    assert "{admonition}" in earlier and ":class: dropdown" in earlier
+    for section in re.split(r"^#{2,3} ", main, flags=re.M)[1:]:
+        title = section.splitlines()[0]
+        if "\n|---" in section and title not in ("The machines", "What the memory numbers count"):
+            assert "**How it was measured.**" in section, title
+    assert not re.search(r"\(before\b|\bbefore:|\bearlier,|unless a row says otherwise", main)
