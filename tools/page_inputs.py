@@ -253,17 +253,6 @@ def used_modules(cells: list[ast.Module], tree: Tree, chapter: int | None) -> se
     return used
 
 
-_USED: dict = {}
-
-
-def _used(notebook: Path, stamp: tuple[int, int], chapter: int | None, tree: Tree) -> set[str]:
-    """:func:`used_modules` of ``notebook``, once per version of it and of the package."""
-    key = (notebook, stamp, chapter, tuple((p, _stamp(p)) for p in tree.files.values()))
-    if key not in _USED:
-        _USED[key] = used_modules(code_of(notebook), tree, chapter)
-    return _USED[key]
-
-
 def _step(module: str, name: str, tree: Tree, lazy: dict[str, str]) -> str | None:
     """The module ``module.name`` is, if it is one (``ac.torch`` → attention_course.torch)."""
     if module == PACKAGE and name in lazy:
@@ -289,7 +278,7 @@ def page_files(notebook: Path, root: Path | None = None) -> list[Path]:
     tree = Tree(root)
     match = re.match(r"(\d\d)-", notebook.parent.name)
     chapter = int(match[1]) if match else None
-    modules = tree.closure(_used(notebook, _stamp(notebook), chapter, tree))
+    modules = tree.closure(used_modules(code_of(notebook), tree, chapter))
     files = {f for m in modules for f in tree.unit(m)}
     if f"{PACKAGE}.bench" in modules:
         files |= set((root / PACKAGE / "benchmarks").glob("*.json"))
