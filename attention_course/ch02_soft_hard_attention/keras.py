@@ -29,7 +29,6 @@ from attention_course.core.keras import inputs
 from attention_course.core.keras.base import Layer, Model
 from attention_course.core.keras.train import Adam
 from attention_course.core.metrics import mean_entropy
-from attention_course.core.validate import TAU_HINT
 
 __all__ = ["gumbel_noise", "gumbel_softmax", "HardAttention", "GumbelSoftmaxAttention", "LocalAttention",
            "PointerModel", "train_pointer", "reinforce_gradients"]
@@ -65,7 +64,7 @@ def gumbel_softmax(logits, tau: float = 1.0, hard: bool = False, noise=None):
     ``hard=True``: the straight-through estimator: the forward value is the one-hot vector of the sample's
     argmax, the gradient is the soft sample's. ``noise``: pre-drawn g (same shape as ``logits``).
     """
-    validate.positive("tau", tau, TAU_HINT)
+    validate.tau(tau)
     logits = inputs.floats(logits, "logits")
     noise = gumbel_noise(ops.shape(logits)) if noise is None else given_noise(noise, logits)
     soft = ops.softmax((logits + ops.cast(noise, logits.dtype)) / tau, axis=-1)   # (…, S), differentiable
@@ -145,7 +144,7 @@ class GumbelSoftmaxAttention(Layer):
     def __init__(self, tau: float = 1.0, hard: bool = True, scale: bool = False, seed: int | None = None,
                  **kwargs):
         super().__init__(**kwargs)
-        validate.positive("tau", tau, TAU_HINT)
+        validate.tau(tau)
         self.tau, self.hard, self.scale, self.seed = tau, hard, scale, seed
         self.seed_generator = keras.random.SeedGenerator(seed)
 

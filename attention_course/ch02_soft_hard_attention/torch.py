@@ -27,7 +27,6 @@ from attention_course.core.errors import ConfigError
 from attention_course.core.metrics import mean_entropy
 from attention_course.core.torch import inputs
 from attention_course.core.torch.train import device
-from attention_course.core.validate import TAU_HINT
 
 __all__ = ["gumbel_noise", "gumbel_softmax", "HardAttention", "GumbelSoftmaxAttention", "LocalAttention",
            "PointerModel", "train_pointer", "reinforce_gradients"]
@@ -51,7 +50,7 @@ def gumbel_softmax(logits, tau: float = 1.0, hard: bool = False, noise=None):
     ``hard=True``: the straight-through estimator: the forward value is the one-hot vector of the sample's
     argmax, the gradient is the soft sample's. ``noise``: pre-drawn g (same shape as ``logits``).
     """
-    validate.positive("tau", tau, TAU_HINT)
+    validate.tau(tau)
     logits = inputs.floats(logits, "logits")
     noise = gumbel_noise(logits.shape) if noise is None else given_noise(noise, logits)
     noise = noise.to(logits.device, logits.dtype)
@@ -129,7 +128,7 @@ class GumbelSoftmaxAttention(nn.Module):
 
     def __init__(self, tau: float = 1.0, hard: bool = True, scale: bool = False, seed: int | None = None):
         super().__init__()
-        validate.positive("tau", tau, TAU_HINT)
+        validate.tau(tau)
         self.tau, self.hard, self.scale, self.seed = tau, hard, scale, seed
         self.generator = None if seed is None else torch.Generator().manual_seed(seed)
 

@@ -1,4 +1,4 @@
-"""Chapter 2's argument checks (``training``, ``noise_shape``), beside the generic ones of
+"""Chapter 2's argument checks (``tau``, ``training``, ``noise_shape``), beside the generic ones of
 :mod:`attention_course.core.validate`, which this module re-exports: the chapter's code says ``validate.…`` for
 both."""
 
@@ -8,7 +8,7 @@ import numbers
 
 from attention_course.core.errors import ShapeError
 from attention_course.core.validate import *  # noqa: F403  (the generic checks)
-from attention_course.core.validate import examples, sizes, targets
+from attention_course.core.validate import examples, positive, sizes, targets
 
 
 def training(x, y, logits_shape, **counts) -> None:
@@ -26,3 +26,9 @@ def noise_shape(shape) -> tuple:
     if any(isinstance(n, (bool, float)) or (isinstance(n, numbers.Integral) and int(n) < 0) for n in dims):
         raise ShapeError(f"a noise shape is whole numbers >= 0, e.g. (batch, T); got {shape!r}")
     return dims
+
+
+def tau(value) -> None:
+    """The Gumbel-softmax temperature: a number > 0 (small tau gives nearly one-hot samples; 0 divides by zero)."""
+    positive("tau", value, " (the Gumbel-softmax temperature: small tau gives nearly one-hot samples, tau = 0 "
+                           "divides by zero)")

@@ -12,6 +12,8 @@ from attention_course.core.errors import InputError, ShapeError
 from attention_course.core.validate import *  # noqa: F403  (the generic checks)
 from attention_course.core.validate import floating, ids, kind, same_shape
 
+EXPECT_RULE = "one bool (or 0/1) per caption, True where it uses the expectation instead of a sample"
+
 
 def images(name: str, dtype, shape, multiple: int = 1, channels: int | None = None, floats: bool = True) -> None:
     """Images (B, H, W, C), H and W multiples of ``multiple`` and at least 1, C = ``channels`` when given, of

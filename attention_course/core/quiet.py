@@ -1,9 +1,11 @@
 """Framework log noise, silenced in one place: environment variables and warning filters set before
-TensorFlow is imported, and TensorFlow's C-level start-up messages while it is imported."""
+TensorFlow is imported, and TensorFlow's C-level start-up messages while it is imported. Also the one order of
+imports that keeps TensorFlow and Triton in one process (``triton_before_tensorflow``)."""
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import sys
 
@@ -19,6 +21,16 @@ def quiet_frameworks() -> None:
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", message=".*np.find_common_type.*")
+    triton_before_tensorflow()
+
+
+def triton_before_tensorflow() -> None:
+    """Where Triton is installed (the ``kernels`` extra, or with PyTorch on Colab), load it now. TensorFlow and
+    Triton each bring their own LLVM; Triton's, loaded after TensorFlow's, aborts the process ("LLVM ERROR:
+    inconsistency in registered CommandLine options"), and PyTorch loads Triton by itself whenever it is installed
+    (an optimiser's first step does). Loaded first, both work."""
+    if "tensorflow" not in sys.modules and importlib.util.find_spec("triton") is not None:
+        import triton  # noqa: F401
 
 
 @contextlib.contextmanager

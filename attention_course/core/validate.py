@@ -18,8 +18,6 @@ import numpy as np
 from attention_course.core.errors import ConfigError, InputError, ShapeError
 
 MASK_RULE = "a mask is True/1 where a key may be attended and False/0 where it is hidden"
-EXPECT_RULE = "one bool (or 0/1) per caption, True where it uses the expectation instead of a sample"
-TAU_HINT = " (the Gumbel-softmax temperature: small tau gives nearly one-hot samples, tau = 0 divides by zero)"
 
 
 # ---- constructor arguments -----------------------------------------------------------------------------------
